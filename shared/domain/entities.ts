@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import { blastRadiusSchema } from './runbook.js';
+import { environmentSchema, sandboxProfileNameSchema } from './sandbox-profiles.js';
+import {
+  approvalStatusSchema,
+  runStatusSchema,
+  stepExecutionStatusSchema,
+  workerStatusSchema,
+} from './statuses.js';
+
+const iso = z.iso.datetime();
+export const PRIORITIES = ['low', 'normal', 'high', 'emergency'] as const;
+export const prioritySchema = z.enum(PRIORITIES);
+export type Priority = z.infer<typeof prioritySchema>;
+
+export const ROLES = ['viewer', 'operator', 'approver', 'admin'] as const;
+export const roleSchema = z.enum(ROLES);
+export type Role = z.infer<typeof roleSchema>;
+
+/** Who is calling: from the authorizer, never from the request body. */
+export const principalSchema = z.strictObject({
+  subject: z.string().min(1),
+  tenantId: z.string().min(1),
+  roles: z.array(roleSchema),
+});
+export type Principal = z.infer<typeof principalSchema>;
+
+export const ticketSchema = z.strictObject({
+  id: z.string().min(1).max(200),
+  source: z.string().min(1).max(100),
+});
+
+/** A stored runbook version: immutable, addressed by id and version, identified by digest. */
+export const runbookVersionSchema = z.strictObject({
+  tenantId: z.string(),
+  runbookId: z.string(),
+  version: z.number().int().positive(),
+  digest: z.string(),
+  createdAt: iso,
+  createdBy: z.string(),
+  definition: z.record(z.string(), z.json()),
+});
+export type RunbookVersion = z.infer<typeof runbookVersionSchema>;
+
+export const errorInfoSchema = z.strictObject({
+  code: z.string(),
+  message: z.string(),
+  retryable: z.boolean().optional(),
+});
+export type ErrorInfo = z.infer<typeof errorInfoSchema>;
+
+/** One execution of a runbook version (seeds: session, job, execution). */
+export const runSchema = z.strictObject({
+  runId: z.string(),
+  tenantId: z.string(),
+  runbookId: z.string(),
+  runbookVersion: z.number().int().positive(),
+  runbookDigest: z.string(),
+  status: runStatusSchema,
+  inputs: z.record(z.string(), z.json()),
+  ticket: ticketSchema.optional(),
+  priority: prioritySchema,
+  idempotencyKey: z.string().optional(),
+  requestedBy: z.string(),
+  createdAt: iso,
+  updatedAt: iso,
+  startedAt: iso.optional(),
+  endedAt: iso.optional(),
+  nextEligibleAt: iso.optional(),
+  currentStepId: z.string().optional(),
+  cancelRequested: z.boolean().default(false),
+  pausedReason: z.string().optional(),
+  error: errorInfoSchema.optional(),
+  replayOf: z.string().optional(),
+});
+export type Run = z.infer<typeof runSchema>;
+
+/** One step on one target, one attempt: what a worker leases and reports. */
+export const stepExecutionSchema = z.strictObject({
+  executionId: z.string(),
+  runId: z.string(),
+  tenantId: z.string(),
+  stepId: z.string(),
+  kind: z.enum(['step', 'rollback']),
+  targetId: z.string(),
+  attempt: z.number().int().positive(),
+  status: stepExecutionStatusSchema,
+  idempotencyKey: z.string(),
+  leaseOwner: z.string().optional(),
+  leaseExpiresAt: iso.optional(),
+  createdAt: iso,
+  startedAt: iso.optional(),
+  endedAt: iso.optional(),
+  outputTail: z.array(z.string()).default([]),
+  error: errorInfoSchema.optional(),
+  secretsUsed: z.array(z.string()).default([]),
+});
+export type StepExecution = z.infer<typeof stepExecutionSchema>;
+
+/** A registered worker (seed 002): capabilities, liveness and load. */
+export const workerSchema = z.strictObject({
+  workerId: z.string(),
+  hostname: z.string(),
+  pid: z.number().int(),
+  sandboxProfile: sandboxProfileNameSchema,
+  environment: environmentSchema,
+  backends: z.record(z.string(), z.array(z.string())),
+  groups: z.array(z.string()).default([]),
+  version: z.string(),
+  status: workerStatusSchema,
+  currentExecutionId: z.string().optional(),
+  registeredAt: iso,
+  lastHeartbeatAt: iso,
+  stats: z
+    .strictObject({ cpuPercent: z.number(), rssBytes: z.number(), tasksCompleted: z.number().int() })
+    .default({ cpuPercent: 0, rssBytes: 0, tasksCompleted: 0 }),
+});
+export type Worker = z.infer<typeof workerSchema>;
+
+export const decisionSchema = z.strictObject({
+  approver: z.string(),
+  decision: z.enum(['approve', 'reject']),
+  notes: z.string().max(2000).optional(),
+  decidedAt: iso,
+  byPolicy: z.boolean().default(false),
+});
+
+/** A gate on a step, a phase or a run, needing N distinct approvers. */
+export const approvalSchema = z.strictObject({
+  approvalId: z.string(),
+  runId: z.string(),
+  tenantId: z.string(),
+  scope: z.enum(['step', 'phase', 'run']),
+  stepId: z.string().optional(),
+  phaseId: z.string().optional(),
+  status: approvalStatusSchema,
+  requiredApprovals: z.number().int().min(1),
+  decisions: z.array(decisionSchema).default([]),
+  reason: z.string(),
+  blastRadius: blastRadiusSchema,
+  requestedAt: iso,
+  slaDeadline: iso,
+  hardDeadline: iso,
+});
+export type Approval = z.infer<typeof approvalSchema>;

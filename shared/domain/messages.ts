@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { errorInfoSchema } from './entities.js';
+import { sandboxProfileNameSchema } from './sandbox-profiles.js';
+
+/** The command a worker receives from its profile's queue: one step on one target, one attempt. */
+export const stepCommandSchema = z.strictObject({
+  v: z.literal(1),
+  executionId: z.string().min(1),
+  runId: z.string().min(1),
+  tenantId: z.string().min(1),
+  stepId: z.string().min(1),
+  kind: z.enum(['step', 'rollback']),
+  targetId: z.string().min(1),
+  attempt: z.number().int().positive(),
+  idempotencyKey: z.string().min(1),
+  backend: z.string().min(1),
+  action: z.string().min(1),
+  params: z.record(z.string(), z.json()),
+  timeoutMs: z.number().int().positive(),
+  secrets: z.array(z.string()),
+  sandboxProfile: sandboxProfileNameSchema,
+  correlationId: z.string().optional(),
+});
+export type StepCommand = z.infer<typeof stepCommandSchema>;
+
+/** What a worker reports when a step execution ends. */
+export const stepResultSchema = z.strictObject({
+  executionId: z.string().min(1),
+  runId: z.string().min(1),
+  workerId: z.string().min(1),
+  outcome: z.enum(['succeeded', 'failed', 'timed_out']),
+  output: z.record(z.string(), z.json()).optional(),
+  error: errorInfoSchema.optional(),
+  /** True when the result came from an existing action receipt, not a new effect. */
+  fromReceipt: z.boolean().default(false),
+});
+export type StepResult = z.infer<typeof stepResultSchema>;
