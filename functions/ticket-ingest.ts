@@ -1,0 +1,3 @@
+export const handler = async (): Promise<void> => {
+  throw new Error('not implemented');
+};

@@ -1,0 +1,62 @@
+import type { App } from 'aws-cdk-lib';
+import { z } from 'zod';
+import {
+  environmentSchema,
+  SANDBOX_PROFILE_NAMES,
+  sandboxProfileNameSchema,
+} from '../shared/domain/sandbox-profiles.js';
+
+/** Deployment settings a tenant account sets in cdk.json context or with `-c key=value`. */
+export const deploymentConfigSchema = z.strictObject({
+  /** Resource name prefix; also the queue name prefix. */
+  prefix: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{1,20}$/)
+    .default('capstan'),
+  environment: environmentSchema.default('prod'),
+  /** Issuer (`iss`) of the JWTs the API accepts. */
+  jwtIssuer: z.url(),
+  /** JWKS endpoint that holds the issuer's signing keys. */
+  jwksUrl: z.url(),
+  /** Audience (`aud`) the JWTs must carry. */
+  jwtAudience: z.string().min(1).default('capstan'),
+  /** Where alarms send email; no subscription when empty. */
+  alarmEmail: z.union([z.email(), z.literal('')]).default(''),
+  /** Sandbox profiles that get workers in this account. */
+  profiles: z
+    .array(sandboxProfileNameSchema)
+    .min(1)
+    .default([...SANDBOX_PROFILE_NAMES]),
+  /** Secrets the workers may read live under `<secretPrefix>/<profile>/`. */
+  secretPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9/_+=.@-]+$/)
+    .default('capstan'),
+});
+export type DeploymentConfig = z.infer<typeof deploymentConfigSchema>;
+
+/** Reads `capstan:*` context keys into a validated {@link DeploymentConfig}; a bad key fails synth with its name. */
+export function readDeploymentConfig(app: App): DeploymentConfig {
+  const keys = [
+    'prefix',
+    'environment',
+    'jwtIssuer',
+    'jwksUrl',
+    'jwtAudience',
+    'alarmEmail',
+    'profiles',
+    'secretPrefix',
+  ] as const;
+  const raw: Record<string, unknown> = {};
+  for (const key of keys) {
+    const value = app.node.tryGetContext(`capstan:${key}`);
+    if (value !== undefined)
+      raw[key] = key === 'profiles' && typeof value === 'string' ? value.split(',') : value;
+  }
+  const parsed = deploymentConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `capstan:${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid deployment context: ${problems}`);
+  }
+  return parsed.data;
+}

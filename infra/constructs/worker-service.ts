@@ -1,0 +1,121 @@
+import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import { type IVpc, Peer, Port, SecurityGroup, SubnetType } from 'aws-cdk-lib/aws-ec2';
+import {
+  Capability,
+  type ContainerImage,
+  CpuArchitecture,
+  FargateService,
+  FargateTaskDefinition,
+  type ICluster,
+  LinuxParameters,
+  LogDrivers,
+  OperatingSystemFamily,
+} from 'aws-cdk-lib/aws-ecs';
+import { Grant } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { SandboxProfile } from '../../shared/domain/sandbox-profiles.js';
+
+export interface WorkerServiceProps {
+  readonly profile: SandboxProfile;
+  readonly cluster: ICluster;
+  readonly vpc: IVpc;
+  readonly image: ContainerImage;
+  /** Environment of the worker process (resource names, never secrets). */
+  readonly environment: Readonly<Record<string, string>>;
+  /** Secrets this profile's workers may read: `<secretPrefix>/<profile>/*`. */
+  readonly secretPrefix: string;
+  readonly logKey: IKey;
+}
+
+/**
+ * One sandbox profile's workers: a hardened Fargate task definition (non-root, all Linux
+ * capabilities dropped, read-only root filesystem where the profile says so, no public IP,
+ * egress per profile) and the service that keeps them running.
+ */
+export class WorkerService extends Construct {
+  public readonly taskDefinition: FargateTaskDefinition;
+  public readonly service: FargateService;
+  public readonly securityGroup: SecurityGroup;
+
+  constructor(scope: Construct, id: string, props: WorkerServiceProps) {
+    super(scope, id);
+    const { profile } = props;
+    if (profile.stopTimeoutSeconds < 2 || profile.stopTimeoutSeconds > 120) {
+      throw new Error(
+        `profile ${profile.name}: Fargate stop timeout must be 2-120 s, got ${profile.stopTimeoutSeconds}`,
+      );
+    }
+
+    this.taskDefinition = new FargateTaskDefinition(this, 'Task', {
+      cpu: profile.container.cpu,
+      memoryLimitMiB: profile.container.memoryMiB,
+      runtimePlatform: {
+        cpuArchitecture: CpuArchitecture.ARM64,
+        operatingSystemFamily: OperatingSystemFamily.LINUX,
+      },
+    });
+    const linuxParameters = new LinuxParameters(this, 'Linux', { initProcessEnabled: true });
+    linuxParameters.dropCapabilities(Capability.ALL);
+    const container = this.taskDefinition.addContainer('worker', {
+      image: props.image,
+      user: '1000:1000',
+      readonlyRootFilesystem: profile.container.readOnlyRootFilesystem,
+      linuxParameters,
+      stopTimeout: Duration.seconds(profile.stopTimeoutSeconds),
+      environment: { ...props.environment, CAPSTAN_SANDBOX_PROFILE: profile.name },
+      logging: LogDrivers.awsLogs({
+        streamPrefix: profile.name,
+        logGroup: new LogGroup(this, 'Logs', {
+          retention: RetentionDays.ONE_MONTH,
+          encryptionKey: props.logKey,
+        }),
+      }),
+    });
+    // Scripts get a temporary working directory even when the root filesystem is read-only.
+    this.taskDefinition.addVolume({ name: 'scratch' });
+    container.addMountPoints({ containerPath: '/tmp', sourceVolume: 'scratch', readOnly: false });
+
+    this.securityGroup = new SecurityGroup(this, 'Egress', {
+      vpc: props.vpc,
+      allowAllOutbound: false,
+      description: `Egress of ${profile.name} workers`,
+    });
+    if (profile.container.egress === 'https') {
+      this.securityGroup.addEgressRule(Peer.anyIpv4(), Port.tcp(443), 'HTTPS to the internet');
+    } else {
+      this.securityGroup.addEgressRule(
+        Peer.ipv4(props.vpc.vpcCidrBlock),
+        Port.tcp(443),
+        'AWS APIs through VPC endpoints only',
+      );
+    }
+
+    this.service = new FargateService(this, 'Service', {
+      cluster: props.cluster,
+      taskDefinition: this.taskDefinition,
+      desiredCount: profile.container.desiredCount,
+      assignPublicIp: false,
+      securityGroups: [this.securityGroup],
+      vpcSubnets: { subnetType: SubnetType.PRIVATE_WITH_EGRESS },
+      circuitBreaker: { rollback: true },
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+    });
+
+    const stack = Stack.of(this);
+    Grant.addToPrincipal({
+      grantee: this.taskDefinition.taskRole,
+      actions: ['secretsmanager:GetSecretValue'],
+      resourceArns: [
+        stack.formatArn({
+          service: 'secretsmanager',
+          resource: 'secret',
+          resourceName: `${props.secretPrefix}/${profile.name}/*`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      ],
+    });
+  }
+}

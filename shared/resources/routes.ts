@@ -1,0 +1,30 @@
+import type { Role } from '../domain/entities.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH';
+
+/**
+ * The REST routes (brief: "Contracts"). Each names its handler module under
+ * `functions/api/`; the CDK stack gives each its own function, and the local gateway
+ * routes to the same modules.
+ */
+export interface RouteSpec {
+  readonly method: HttpMethod;
+  /** API Gateway resource path, with `{param}` segments. */
+  readonly path: string;
+  /** Handler module name in `functions/api/<handler>.ts`. */
+  readonly handler: string;
+  /** False only for the health check. */
+  readonly authorized: boolean;
+  /** Roles allowed to call; enforced again in the use case. */
+  readonly roles: readonly Role[];
+}
+
+const ANY_ROLE: readonly Role[] = ['viewer', 'operator', 'approver', 'admin'];
+const OPERATE: readonly Role[] = ['operator', 'admin'];
+
+export const ROUTES: readonly RouteSpec[] = [
+  { method: 'GET', path: '/v1/health', handler: 'health', authorized: false, roles: [] },
+  { method: 'POST', path: '/v1/runbooks', handler: 'create-runbook', authorized: true, roles: OPERATE },
+  { method: 'GET', path: '/v1/runbooks', handler: 'list-runbooks', authorized: true, roles: ANY_ROLE },
+  { method: 'GET', path: '/v1/runbooks/{id}', handler: 'get-runbook', authorized: true, roles: ANY_ROLE },
+];

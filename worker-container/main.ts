@@ -1,0 +1,2 @@
+// Wired in the worker issue.
+export {};
