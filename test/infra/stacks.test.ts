@@ -1,0 +1,180 @@
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Queue } from 'aws-cdk-lib/aws-sqs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../infra/app.js';
+import { SANDBOX_PROFILE_NAMES, SANDBOX_PROFILES } from '../../shared/domain/sandbox-profiles.js';
+
+const CONTEXT = {
+  'capstan:jwtIssuer': 'https://auth.example.com/',
+  'capstan:jwksUrl': 'https://auth.example.com/.well-known/jwks.json',
+  // Bundling is exercised by `npm run synth`; the assertions only need the templates.
+  'aws:cdk:bundling-stacks': [],
+};
+
+let stateful: Template;
+let stateless: Template;
+
+beforeAll(() => {
+  const built = buildApp(new App({ context: CONTEXT }));
+  stateful = Template.fromStack(built.stateful);
+  stateless = Template.fromStack(built.stateless);
+});
+
+type Resource = { Properties: Record<string, unknown> };
+const resources = (template: Template, type: string) => Object.entries(template.findResources(type)) as Array<[string, Resource]>;
+
+describe('the stateful stack', () => {
+  it('keeps the event log with point-in-time recovery and a NEW_IMAGE stream', () => {
+    stateful.hasResourceProperties('AWS::DynamoDB::Table', {
+      TableName: 'capstan-events',
+      KeySchema: [
+        { AttributeName: 'runId', KeyType: 'HASH' },
+        { AttributeName: 'seq', KeyType: 'RANGE' },
+      ],
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+      SSESpecification: Match.objectLike({ SSEEnabled: true, SSEType: 'KMS' }),
+    });
+  });
+
+  it('turns point-in-time recovery on for every table', () => {
+    const tables = resources(stateful, 'AWS::DynamoDB::Table');
+    expect(tables).toHaveLength(3);
+    for (const [, table] of tables) {
+      expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    }
+  });
+
+  it('puts a dead-letter queue behind every profile queue', () => {
+    const queues = resources(stateful, 'AWS::SQS::Queue');
+    const withRedrive = queues.filter(([, q]) => q.Properties.RedrivePolicy !== undefined);
+    expect(withRedrive).toHaveLength(SANDBOX_PROFILE_NAMES.length);
+    for (const profile of SANDBOX_PROFILE_NAMES) {
+      stateful.hasResourceProperties('AWS::SQS::Queue', {
+        QueueName: `capstan-${profile}-steps`,
+        RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: SANDBOX_PROFILES[profile].maxReceiveCount },
+      });
+    }
+  });
+
+  it('rotates the key and blocks public access to the evidence bucket', () => {
+    stateful.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+    stateful.hasResourceProperties('AWS::S3::Bucket', {
+      VersioningConfiguration: { Status: 'Enabled' },
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+    });
+  });
+});
+
+describe('the stateless stack', () => {
+  it('runs every function on Node.js 24, arm64, with active tracing', () => {
+    const functions = resources(stateless, 'AWS::Lambda::Function');
+    expect(functions.length).toBeGreaterThan(10);
+    for (const [, fn] of functions) {
+      expect(fn.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], TracingConfig: { Mode: 'Active' } });
+    }
+  });
+
+  it('defines one hardened Fargate task definition per sandbox profile', () => {
+    const taskDefinitions = resources(stateless, 'AWS::ECS::TaskDefinition');
+    expect(taskDefinitions).toHaveLength(SANDBOX_PROFILE_NAMES.length);
+    for (const profile of SANDBOX_PROFILE_NAMES) {
+      const settings = SANDBOX_PROFILES[profile];
+      stateless.hasResourceProperties('AWS::ECS::TaskDefinition', {
+        Cpu: String(settings.container.cpu),
+        Memory: String(settings.container.memoryMiB),
+        RuntimePlatform: { CpuArchitecture: 'ARM64', OperatingSystemFamily: 'LINUX' },
+        ContainerDefinitions: [
+          Match.objectLike({
+            User: '1000:1000',
+            ReadonlyRootFilesystem: settings.container.readOnlyRootFilesystem,
+            StopTimeout: settings.stopTimeoutSeconds,
+            LinuxParameters: Match.objectLike({ Capabilities: { Drop: ['ALL'] }, InitProcessEnabled: true }),
+            Environment: Match.arrayWith([{ Name: 'CAPSTAN_SANDBOX_PROFILE', Value: profile }]),
+          }),
+        ],
+      });
+    }
+  });
+
+  it('runs workers without a public IP', () => {
+    const services = resources(stateless, 'AWS::ECS::Service');
+    expect(services).toHaveLength(SANDBOX_PROFILE_NAMES.length);
+    for (const [, service] of services) {
+      expect(service.Properties.NetworkConfiguration).toMatchObject({ AwsvpcConfiguration: { AssignPublicIp: 'DISABLED' } });
+    }
+  });
+
+  it('limits prod-critical egress to HTTPS inside the VPC', () => {
+    const groups = resources(stateless, 'AWS::EC2::SecurityGroup').filter(([, g]) =>
+      String(g.Properties.GroupDescription).includes('prod-critical workers'),
+    );
+    expect(groups).toHaveLength(1);
+    const egress = groups[0]?.[1].Properties.SecurityGroupEgress as Array<Record<string, unknown>>;
+    expect(egress).toHaveLength(1);
+    expect(egress[0]).toMatchObject({ IpProtocol: 'tcp', FromPort: 443, ToPort: 443, CidrIp: { 'Fn::GetAtt': [expect.any(String), 'CidrBlock'] } });
+  });
+
+  it("scopes each worker's queue and secrets to its own profile", () => {
+    const policies = resources(stateless, 'AWS::IAM::Policy').filter(([id]) => id.startsWith('Workersprodcritical'));
+    const text = JSON.stringify(policies);
+    expect(text).toContain('secret:capstan/prod-critical/*');
+    expect(text).not.toContain('capstan/dev-flex');
+    expect(text).toMatch(/sqs:ReceiveMessage/);
+    expect(text).not.toMatch(/devflex/i);
+  });
+
+  it('inlines the shared run interpreter with its functions substituted', () => {
+    stateless.hasResourceProperties('AWS::StepFunctions::StateMachine', {
+      StateMachineName: 'capstan-run-interpreter',
+      DefinitionString: Match.anyValue(),
+      DefinitionSubstitutions: {
+        PlanFunctionArn: Match.anyValue(),
+        DispatchFunctionArn: Match.anyValue(),
+        AwaitApprovalFunctionArn: Match.anyValue(),
+        AwaitResumeFunctionArn: Match.anyValue(),
+      },
+      TracingConfiguration: { Enabled: true },
+    });
+  });
+
+  it('feeds the event-log stream to the broadcaster with a failure destination', () => {
+    stateless.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      StartingPosition: 'TRIM_HORIZON',
+      BisectBatchOnFunctionError: true,
+      DestinationConfig: { OnFailure: { Destination: Match.anyValue() } },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('schedules the reconciler every minute and routes ticket events', () => {
+    stateless.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)' });
+    stateless.hasResourceProperties('AWS::Events::Rule', { EventPattern: { source: ['capstan.tickets'] } });
+  });
+
+  it('alarms on every dead-letter queue and has a dashboard', () => {
+    const alarms = resources(stateless, 'AWS::CloudWatch::Alarm');
+    expect(alarms.filter(([id]) => id.startsWith('DlqAlarm'))).toHaveLength(SANDBOX_PROFILE_NAMES.length);
+    stateless.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+
+  it('authorizes every REST method but the health check', () => {
+    const methods = resources(stateless, 'AWS::ApiGateway::Method');
+    const open = methods.filter(([, m]) => m.Properties.AuthorizationType === 'NONE' && m.Properties.HttpMethod !== 'OPTIONS');
+    expect(open).toHaveLength(1);
+  });
+});
+
+describe('cdk-nag', () => {
+  it('reports no unacknowledged AwsSolutions finding', () => {
+    const { app } = buildApp(new App({ context: CONTEXT }));
+    expect(() => app.synth()).not.toThrow();
+  });
+
+  it('fails synthesis on a new unacknowledged finding', () => {
+    const { app, stateless: stack } = buildApp(new App({ context: CONTEXT }));
+    new Queue(stack, 'PlainQueue');
+    expect(() => app.synth()).toThrow(/AwsSolutions-SQS4/);
+  });
+});
