@@ -1,0 +1,38 @@
+import type { RunbookVersion } from '../domain/entities.js';
+
+/** Current time, passed in so use cases stay testable. */
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+/** A page of results and the cursor of the next one, when there is one. */
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly nextCursor?: string;
+}
+
+/** Summary of a runbook: its id and latest version. */
+export interface RunbookHead {
+  readonly runbookId: string;
+  readonly latestVersion: number;
+  readonly digest: string;
+  readonly description?: string;
+  readonly updatedAt: string;
+}
+
+/** Where runbook versions are kept. Versions are immutable; the same digest is stored once. */
+export interface RunbookStore {
+  /** The version of this runbook with this digest, if one was stored. */
+  findByDigest(tenantId: string, runbookId: string, digest: string): Promise<RunbookVersion | undefined>;
+  /** The head (latest version) of a runbook, if it exists. */
+  head(tenantId: string, runbookId: string): Promise<RunbookHead | undefined>;
+  /**
+   * Stores a new version. Resolves `false` when another writer stored this version number or
+   * this digest first (the caller reads again and retries).
+   */
+  putVersion(version: RunbookVersion, description: string | undefined): Promise<boolean>;
+  get(tenantId: string, runbookId: string, version: number): Promise<RunbookVersion | undefined>;
+  list(tenantId: string, limit: number, cursor?: string): Promise<Page<RunbookHead>>;
+}
