@@ -50,8 +50,7 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
   const raw: Record<string, unknown> = {};
   for (const key of keys) {
     const value = app.node.tryGetContext(`capstan:${key}`);
-    if (value !== undefined)
-      raw[key] = key === 'profiles' && typeof value === 'string' ? value.split(',') : value;
+    if (value !== undefined) raw[key] = key === 'profiles' && typeof value === 'string' ? value.split(',') : value;
   }
   const parsed = deploymentConfigSchema.safeParse(raw);
   if (!parsed.success) {

@@ -53,9 +53,7 @@ export function acknowledgeFindings(
   acknowledge(
     stateless,
     'Lambda functions write their own logs with the AWS managed basic execution policy; it grants only CloudWatch Logs writes.',
-    [
-      'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-    ],
+    ['AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]'],
   );
   acknowledge(stateless, 'API Gateway needs this managed policy to write its execution logs to CloudWatch.', [
     'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
@@ -88,16 +86,12 @@ export function acknowledgeFindings(
       ),
     ],
   );
-  acknowledge(
-    stateless,
-    'Reading run status needs DescribeExecution on the executions of the one run interpreter.',
-    [
-      wildcardResource(
-        stateless,
-        `arn:${stateless.partition}:states:${stateless.region}:${stateless.account}:execution:${names.stateMachine}:*`,
-      ),
-    ],
-  );
+  acknowledge(stateless, 'Reading run status needs DescribeExecution on the executions of the one run interpreter.', [
+    wildcardResource(
+      stateless,
+      `arn:${stateless.partition}:states:${stateless.region}:${stateless.account}:execution:${names.stateMachine}:*`,
+    ),
+  ]);
   acknowledge(stateless, 'Evidence bundles are objects under the one evidence bucket.', [
     'AwsSolutions-IAM5[Action::s3:GetObject*]',
     'AwsSolutions-IAM5[Action::s3:GetBucket*]',

@@ -181,10 +181,7 @@ export class StatelessStack extends Stack {
       const resource = route.path
         .split('/')
         .filter(Boolean)
-        .reduce<IResource>(
-          (parent, part) => parent.getResource(part) ?? parent.addResource(part),
-          this.restApi.root,
-        );
+        .reduce<IResource>((parent, part) => parent.getResource(part) ?? parent.addResource(part), this.restApi.root);
       resource.addMethod(route.method, new LambdaIntegration(handler), {
         authorizer: route.authorized ? authorizer : undefined,
         authorizationType: route.authorized ? AuthorizationType.CUSTOM : AuthorizationType.NONE,
@@ -323,14 +320,7 @@ export class StatelessStack extends Stack {
     const image = ContainerImage.fromAsset(REPO_ROOT, {
       file: 'worker-container/Dockerfile',
       platform: Platform.LINUX_ARM64,
-      exclude: [
-        '**',
-        '!worker-container/**',
-        '!shared/**',
-        '!package.json',
-        '!package-lock.json',
-        '!tsconfig.json',
-      ],
+      exclude: ['**', '!worker-container/**', '!shared/**', '!package.json', '!package-lock.json', '!tsconfig.json'],
     });
     const workers = new Map<string, WorkerService>();
     for (const [profileName, pq] of stateful.queues) {
@@ -389,19 +379,10 @@ export class StatelessStack extends Stack {
       streamDlq.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1) }),
       'Events could not be broadcast',
     );
-    alarm(
-      'Api5xxAlarm',
-      this.restApi.metricServerError({ period: Duration.minutes(5) }),
-      'The REST API answered 5xx',
-    );
+    alarm('Api5xxAlarm', this.restApi.metricServerError({ period: Duration.minutes(5) }), 'The REST API answered 5xx');
     for (const name of ['plan', 'dispatch', 'reconciler', 'broadcaster']) {
       const f = functions.get(name);
-      if (f)
-        alarm(
-          `Errors-${name}`,
-          f.metricErrors({ period: Duration.minutes(5) }),
-          `The ${name} function failed`,
-        );
+      if (f) alarm(`Errors-${name}`, f.metricErrors({ period: Duration.minutes(5) }), `The ${name} function failed`);
     }
     new Dashboard(this, 'Dashboard', {
       dashboardName: `${config.prefix}-operations`,
@@ -417,20 +398,14 @@ export class StatelessStack extends Stack {
           }),
           new GraphWidget({
             title: 'API',
-            left: [
-              this.restApi.metricCount(),
-              this.restApi.metricClientError(),
-              this.restApi.metricServerError(),
-            ],
+            left: [this.restApi.metricCount(), this.restApi.metricClientError(), this.restApi.metricServerError()],
             right: [this.restApi.metricLatency()],
           }),
         ],
         [
           new GraphWidget({
             title: 'Queue depth',
-            left: [...stateful.queues.values()].map((pq) =>
-              pq.queue.metricApproximateNumberOfMessagesVisible(),
-            ),
+            left: [...stateful.queues.values()].map((pq) => pq.queue.metricApproximateNumberOfMessagesVisible()),
           }),
           new GraphWidget({
             title: 'Dead letters',

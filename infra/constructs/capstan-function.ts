@@ -65,8 +65,7 @@ export class CapstanFunction extends Construct {
         sourceMap: true,
         mainFields: ['module', 'main'],
         // ESM bundles of CommonJS dependencies still call require().
-        banner:
-          "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
         forceDockerBundling: false,
       },
     });

@@ -23,7 +23,11 @@ export function makeJwtVerifier(options: JwtVerifierOptions): (token: string) =>
   return async (token) => {
     let payload: unknown;
     try {
-      ({ payload } = await jwtVerify(token, keys, { issuer: options.issuer, audience: options.audience, algorithms: ['RS256', 'ES256'] }));
+      ({ payload } = await jwtVerify(token, keys, {
+        issuer: options.issuer,
+        audience: options.audience,
+        algorithms: ['RS256', 'ES256'],
+      }));
     } catch (error) {
       throw new UnauthorizedError(`the token is not valid: ${(error as Error).message}`);
     }

@@ -61,7 +61,11 @@ export function makeRegisterRunbook(deps: RunbookDeps) {
 
 /** Lists the tenant's runbooks with their latest versions, a page at a time. */
 export function makeListRunbooks(deps: RunbookDeps) {
-  return async function listRunbooks(input: { principal: Principal; limit: number; cursor?: string }): Promise<Page<RunbookHead>> {
+  return async function listRunbooks(input: {
+    principal: Principal;
+    limit: number;
+    cursor?: string;
+  }): Promise<Page<RunbookHead>> {
     requireRole(input.principal, ['viewer', 'operator', 'approver', 'admin'], 'listing runbooks');
     return deps.runbooks.list(input.principal.tenantId, input.limit, input.cursor);
   };
@@ -69,14 +73,20 @@ export function makeListRunbooks(deps: RunbookDeps) {
 
 /** One version of a runbook (the latest when no version is given); another tenant's is not found. */
 export function makeGetRunbook(deps: RunbookDeps) {
-  return async function getRunbook(input: { principal: Principal; runbookId: string; version?: number }): Promise<RunbookVersion> {
+  return async function getRunbook(input: {
+    principal: Principal;
+    runbookId: string;
+    version?: number;
+  }): Promise<RunbookVersion> {
     requireRole(input.principal, ['viewer', 'operator', 'approver', 'admin'], 'reading a runbook');
     const { tenantId } = input.principal;
     const version = input.version ?? (await deps.runbooks.head(tenantId, input.runbookId))?.latestVersion;
     const found = version === undefined ? undefined : await deps.runbooks.get(tenantId, input.runbookId, version);
     if (!found) {
       throw new NotFoundError(
-        input.version === undefined ? `runbook '${input.runbookId}' not found` : `runbook '${input.runbookId}' has no version ${input.version}`,
+        input.version === undefined
+          ? `runbook '${input.runbookId}' not found`
+          : `runbook '${input.runbookId}' has no version ${input.version}`,
       );
     }
     return found;

@@ -10,8 +10,7 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number') {
-    if (!Number.isFinite(value))
-      throw new TypeError('canonical JSON has no representation for a non-finite number');
+    if (!Number.isFinite(value)) throw new TypeError('canonical JSON has no representation for a non-finite number');
     return JSON.stringify(value);
   }
   if (Array.isArray(value))

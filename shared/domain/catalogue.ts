@@ -28,10 +28,7 @@ export interface BackendSpec {
 const url = z.url({ protocol: /^https?$/, error: 'must be an http or https URL' });
 const scriptName = z
   .string()
-  .regex(
-    /^[a-z0-9][a-z0-9._-]{0,63}$/,
-    'must name a script in the catalogue (lower-case letters, digits, . _ -)',
-  );
+  .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'must name a script in the catalogue (lower-case letters, digits, . _ -)');
 const httpCommon = {
   url,
   headers: z.record(z.string(), z.string()).optional(),
@@ -117,8 +114,7 @@ export const CATALOGUE: Readonly<Record<string, BackendSpec>> = {
     },
   },
   script: {
-    description:
-      'Named scripts from the allow-listed catalogue shipped in the worker image; argv only, no shell',
+    description: 'Named scripts from the allow-listed catalogue shipped in the worker image; argv only, no shell',
     actions: {
       run: action({
         description: 'Runs a catalogue script with an argument vector',

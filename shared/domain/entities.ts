@@ -1,12 +1,7 @@
 import { z } from 'zod';
 import { blastRadiusSchema } from './runbook.js';
 import { environmentSchema, sandboxProfileNameSchema } from './sandbox-profiles.js';
-import {
-  approvalStatusSchema,
-  runStatusSchema,
-  stepExecutionStatusSchema,
-  workerStatusSchema,
-} from './statuses.js';
+import { approvalStatusSchema, runStatusSchema, stepExecutionStatusSchema, workerStatusSchema } from './statuses.js';
 
 const iso = z.iso.datetime();
 export const PRIORITIES = ['low', 'normal', 'high', 'emergency'] as const;

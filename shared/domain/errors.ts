@@ -24,7 +24,10 @@ export class ValidationError extends CapstanError {
   readonly code = 'VALIDATION_FAILED';
   declare readonly details: readonly Issue[];
 
-  constructor(message: string, issues: readonly Issue[]) {
+  constructor(
+    message: string,
+    readonly issues: readonly Issue[],
+  ) {
     super(message, issues);
   }
 }

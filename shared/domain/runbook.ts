@@ -102,9 +102,7 @@ const runbookShape = {
   validation_mode: validationModeSchema.optional(),
   strategy: z.enum(['fail-fast', 'continue']).default('fail-fast'),
   timeout: durationSchema.default('1h'),
-  inputs: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an identifier'), inputSpecSchema)
-    .default({}),
+  inputs: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an identifier'), inputSpecSchema).default({}),
 };
 
 /** The document as written: `steps` (one phase) or `phases`. */
@@ -123,18 +121,13 @@ export const runbookSchema = z.strictObject({
 export type Runbook = z.infer<typeof runbookSchema>;
 
 /** Default validation mode (seed 000 section 4.1): per_step in prod or with a high-blast-radius step. */
-export function defaultValidationMode(
-  environment: Runbook['environment'],
-  steps: readonly Step[],
-): ValidationMode {
+export function defaultValidationMode(environment: Runbook['environment'], steps: readonly Step[]): ValidationMode {
   if (environment === 'prod' || steps.some((s) => s.blast_radius === 'high')) return 'per_step';
   return 'critical_only';
 }
 
 /** Every step of the runbook, in order, with where it stands in the document. */
-export function allSteps(
-  runbook: Pick<Runbook, 'phases'>,
-): Array<{ step: Step; phase: Phase; path: PathSegment[] }> {
+export function allSteps(runbook: Pick<Runbook, 'phases'>): Array<{ step: Step; phase: Phase; path: PathSegment[] }> {
   return runbook.phases.flatMap((phase, p) =>
     phase.steps.map((step, s) => ({ step, phase, path: ['phases', p, 'steps', s] as PathSegment[] })),
   );
@@ -230,8 +223,7 @@ function semanticIssues(runbook: Runbook): RawIssue[] {
         if (canonicalJson(step.target ?? null) !== first) {
           issues.push({
             path: ['phases', p, 'steps', s, 'target'],
-            message:
-              'every step of a pipeline phase must have the same target: each target runs the phase on its own',
+            message: 'every step of a pipeline phase must have the same target: each target runs the phase on its own',
           });
         }
       });
@@ -240,9 +232,7 @@ function semanticIssues(runbook: Runbook): RawIssue[] {
 
   const stepIds = new Map<string, string>();
   const sampleInputs = Object.fromEntries(
-    Object.entries(runbook.inputs).flatMap(([k, spec]) =>
-      spec.default === undefined ? [] : [[k, spec.default]],
-    ),
+    Object.entries(runbook.inputs).flatMap(([k, spec]) => (spec.default === undefined ? [] : [[k, spec.default]])),
   ) as Record<string, Json>;
   const highOrCritical = allSteps(runbook).some(({ step }) => step.blast_radius !== 'low' || step.critical);
   if (runbook.validation_mode === 'final_only' && highOrCritical) {
@@ -270,9 +260,7 @@ function semanticIssues(runbook: Runbook): RawIssue[] {
       if (placeholderIssues.length > 0) continue;
       // Params that use inputs without defaults are checked again when a run supplies the inputs.
       const unresolved = JSON.stringify(params).match(/\{\{\s*inputs\.([A-Za-z0-9_]+)\s*\}\}/g) ?? [];
-      const resolvable = unresolved.every((ref) =>
-        Object.hasOwn(sampleInputs, ref.replace(/[{}\s]|inputs\./g, '')),
-      );
+      const resolvable = unresolved.every((ref) => Object.hasOwn(sampleInputs, ref.replace(/[{}\s]|inputs\./g, '')));
       const candidate = resolvable ? substitute(params as Json, sampleInputs) : undefined;
       const check = checkAction(backend, action, candidate, at);
       if (!check.ok) issues.push(...check.issues.filter((i) => resolvable || !i.path.includes('params')));
@@ -302,9 +290,7 @@ function semanticIssues(runbook: Runbook): RawIssue[] {
  * Validates a runbook document (already read from YAML or JSON) and returns its normal form.
  * Returns every issue found, with structured paths, so a caller can add line numbers.
  */
-export function validateRunbook(
-  doc: unknown,
-): { ok: true; runbook: Runbook } | { ok: false; issues: RawIssue[] } {
+export function validateRunbook(doc: unknown): { ok: true; runbook: Runbook } | { ok: false; issues: RawIssue[] } {
   const structural = structuralIssues(doc);
   const parsed = runbookDocumentSchema.safeParse(doc);
   if (!parsed.success) {
@@ -319,10 +305,7 @@ export function validateRunbook(
   if ((steps === undefined) === (phases === undefined)) {
     return {
       ok: false,
-      issues: [
-        ...structural,
-        { path: [], message: "give either 'steps' or 'phases', not both and not neither" },
-      ],
+      issues: [...structural, { path: [], message: "give either 'steps' or 'phases', not both and not neither" }],
     };
   }
   const normalPhases: Phase[] = phases ?? [{ id: 'main', mode: 'barrier', steps: steps ?? [] }];
@@ -374,8 +357,7 @@ export function resolveInputs(
   for (const [name, spec] of Object.entries(runbook.inputs)) {
     const value = Object.hasOwn(given, name) ? given[name] : spec.default;
     if (value === undefined) {
-      if (spec.required !== false)
-        issues.push({ path: ['inputs', name], message: `input '${name}' is required` });
+      if (spec.required !== false) issues.push({ path: ['inputs', name], message: `input '${name}' is required` });
       continue;
     }
     if (!inputTypeMatches(spec.type, value)) {

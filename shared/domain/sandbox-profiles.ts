@@ -4,12 +4,7 @@ export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 export const environmentSchema = z.enum(ENVIRONMENTS);
 export type Environment = z.infer<typeof environmentSchema>;
 
-export const SANDBOX_PROFILE_NAMES = [
-  'prod-critical',
-  'prod-standard',
-  'staging-standard',
-  'dev-flex',
-] as const;
+export const SANDBOX_PROFILE_NAMES = ['prod-critical', 'prod-standard', 'staging-standard', 'dev-flex'] as const;
 export const sandboxProfileNameSchema = z.enum(SANDBOX_PROFILE_NAMES);
 export type SandboxProfileName = z.infer<typeof sandboxProfileNameSchema>;
 

@@ -70,14 +70,7 @@ export const workerStateMachine = defineStateMachine<WorkerStatus>('worker', {
 });
 
 /** Approval gate lifecycle (seed 000 section 4, seed 001 section 1.3). `escalated` keeps waiting. */
-export const APPROVAL_STATUSES = [
-  'requested',
-  'escalated',
-  'approved',
-  'rejected',
-  'expired',
-  'cancelled',
-] as const;
+export const APPROVAL_STATUSES = ['requested', 'escalated', 'approved', 'rejected', 'expired', 'cancelled'] as const;
 export const approvalStatusSchema = z.enum(APPROVAL_STATUSES);
 export type ApprovalStatus = z.infer<typeof approvalStatusSchema>;
 

@@ -39,8 +39,7 @@ export function checkPlaceholders(
         },
       ];
     }
-    if (!declared.has(p.input))
-      return [{ path: p.path, message: `input '${p.input}' is not declared in inputs` }];
+    if (!declared.has(p.input)) return [{ path: p.path, message: `input '${p.input}' is not declared in inputs` }];
     return [];
   });
 }

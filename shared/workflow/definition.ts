@@ -20,13 +20,9 @@ export function loadRunInterpreterDefinition(): string {
 }
 
 /** Replaces each `${Placeholder}` with the value given for it; a missing value is an error. */
-export function substituteDefinition(
-  text: string,
-  values: Readonly<Record<DefinitionPlaceholder, string>>,
-): string {
+export function substituteDefinition(text: string, values: Readonly<Record<DefinitionPlaceholder, string>>): string {
   return text.replace(/\$\{([A-Za-z]+)\}/g, (match, name: string) => {
-    if (!Object.hasOwn(values, name))
-      throw new Error(`no value for ${match} in the run interpreter definition`);
+    if (!Object.hasOwn(values, name)) throw new Error(`no value for ${match} in the run interpreter definition`);
     return values[name as DefinitionPlaceholder];
   });
 }

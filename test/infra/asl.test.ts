@@ -32,6 +32,8 @@ describe('the run interpreter definition', () => {
 
   it('refuses to substitute when a function is missing', () => {
     const { PlanFunctionArn: _omitted, ...partial } = arns;
-    expect(() => substituteDefinition(loadRunInterpreterDefinition(), partial as typeof arns)).toThrow(/PlanFunctionArn/);
+    expect(() => substituteDefinition(loadRunInterpreterDefinition(), partial as typeof arns)).toThrow(
+      /PlanFunctionArn/,
+    );
   });
 });

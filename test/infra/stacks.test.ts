@@ -22,7 +22,8 @@ beforeAll(() => {
 });
 
 type Resource = { Properties: Record<string, unknown> };
-const resources = (template: Template, type: string) => Object.entries(template.findResources(type)) as Array<[string, Resource]>;
+const resources = (template: Template, type: string) =>
+  Object.entries(template.findResources(type)) as Array<[string, Resource]>;
 
 describe('the stateful stack', () => {
   it('keeps the event log with point-in-time recovery and a NEW_IMAGE stream', () => {
@@ -53,7 +54,10 @@ describe('the stateful stack', () => {
     for (const profile of SANDBOX_PROFILE_NAMES) {
       stateful.hasResourceProperties('AWS::SQS::Queue', {
         QueueName: `capstan-${profile}-steps`,
-        RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: SANDBOX_PROFILES[profile].maxReceiveCount },
+        RedrivePolicy: {
+          deadLetterTargetArn: Match.anyValue(),
+          maxReceiveCount: SANDBOX_PROFILES[profile].maxReceiveCount,
+        },
       });
     }
   });
@@ -62,7 +66,12 @@ describe('the stateful stack', () => {
     stateful.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
     stateful.hasResourceProperties('AWS::S3::Bucket', {
       VersioningConfiguration: { Status: 'Enabled' },
-      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
     });
   });
 });
@@ -72,7 +81,11 @@ describe('the stateless stack', () => {
     const functions = resources(stateless, 'AWS::Lambda::Function');
     expect(functions.length).toBeGreaterThan(10);
     for (const [, fn] of functions) {
-      expect(fn.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], TracingConfig: { Mode: 'Active' } });
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs24.x',
+        Architectures: ['arm64'],
+        TracingConfig: { Mode: 'Active' },
+      });
     }
   });
 
@@ -102,7 +115,9 @@ describe('the stateless stack', () => {
     const services = resources(stateless, 'AWS::ECS::Service');
     expect(services).toHaveLength(SANDBOX_PROFILE_NAMES.length);
     for (const [, service] of services) {
-      expect(service.Properties.NetworkConfiguration).toMatchObject({ AwsvpcConfiguration: { AssignPublicIp: 'DISABLED' } });
+      expect(service.Properties.NetworkConfiguration).toMatchObject({
+        AwsvpcConfiguration: { AssignPublicIp: 'DISABLED' },
+      });
     }
   });
 
@@ -113,7 +128,12 @@ describe('the stateless stack', () => {
     expect(groups).toHaveLength(1);
     const egress = groups[0]?.[1].Properties.SecurityGroupEgress as Array<Record<string, unknown>>;
     expect(egress).toHaveLength(1);
-    expect(egress[0]).toMatchObject({ IpProtocol: 'tcp', FromPort: 443, ToPort: 443, CidrIp: { 'Fn::GetAtt': [expect.any(String), 'CidrBlock'] } });
+    expect(egress[0]).toMatchObject({
+      IpProtocol: 'tcp',
+      FromPort: 443,
+      ToPort: 443,
+      CidrIp: { 'Fn::GetAtt': [expect.any(String), 'CidrBlock'] },
+    });
   });
 
   it("scopes each worker's queue and secrets to its own profile", () => {
@@ -161,7 +181,9 @@ describe('the stateless stack', () => {
 
   it('authorizes every REST method but the health check', () => {
     const methods = resources(stateless, 'AWS::ApiGateway::Method');
-    const open = methods.filter(([, m]) => m.Properties.AuthorizationType === 'NONE' && m.Properties.HttpMethod !== 'OPTIONS');
+    const open = methods.filter(
+      ([, m]) => m.Properties.AuthorizationType === 'NONE' && m.Properties.HttpMethod !== 'OPTIONS',
+    );
     expect(open).toHaveLength(1);
   });
 });

@@ -77,8 +77,7 @@ describe('the event hash chain', () => {
   });
 
   it('reports a forged event re-hashed in place: its successor no longer links to it', () => {
-    const forged = chainEvents(EMPTY_CHAIN, run, [draft(1), { ...draft(2), payload: { forged: true } }])
-      .events[1];
+    const forged = chainEvents(EMPTY_CHAIN, run, [draft(1), { ...draft(2), payload: { forged: true } }]).events[1];
     if (!forged) throw new Error('chain too short');
     const spliced = events.map((e) => (e.seq === 2 ? forged : e));
     expect(verifyChain(spliced)).toMatchObject({

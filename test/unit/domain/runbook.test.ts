@@ -119,12 +119,7 @@ describe('parseRunbookObject', () => {
       'phases[0].phases',
       /cannot be nested/,
     ],
-    [
-      'an unknown backend',
-      withStep({ backend: 'ssh', action: 'exec' }),
-      'steps[1].backend',
-      /unknown backend 'ssh'/,
-    ],
+    ['an unknown backend', withStep({ backend: 'ssh', action: 'exec' }), 'steps[1].backend', /unknown backend 'ssh'/],
     ['an unknown action', withStep({ action: 'explode' }), 'steps[1].action', /no action 'explode'/],
     ['bad params', withStep({ params: { ms: 'soon' } }), 'steps[1].params.ms', /number/],
     [
@@ -149,9 +144,7 @@ describe('parseRunbookObject', () => {
       'steps and phases together',
       {
         ...base(),
-        phases: [
-          { id: 'p', steps: [{ id: 'z', backend: 'test', action: 'echo', params: { message: 'x' } }] },
-        ],
+        phases: [{ id: 'p', steps: [{ id: 'z', backend: 'test', action: 'echo', params: { message: 'x' } }] }],
       },
       '(root)',
       /either 'steps' or 'phases'/,

@@ -31,11 +31,7 @@ describe('state machines', () => {
   });
 
   it('has exactly three terminal run statuses', () => {
-    expect(RUN_STATUSES.filter((s) => runStateMachine.isTerminal(s))).toEqual([
-      'succeeded',
-      'failed',
-      'cancelled',
-    ]);
+    expect(RUN_STATUSES.filter((s) => runStateMachine.isTerminal(s))).toEqual(['succeeded', 'failed', 'cancelled']);
   });
 
   it('lets a throttled run be admitted later but not jump to running', () => {
