@@ -1,3 +1,44 @@
-export const handler = async (): Promise<void> => {
-  throw new Error('not implemented');
+import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
+import { makeJwtVerifier } from '../shared/adapters/jwt-verifier.js';
+import { config, required } from '../shared/config.js';
+import { logger } from './http.js';
+
+const verify = makeJwtVerifier({
+  issuer: required('CAPSTAN_JWT_ISSUER'),
+  audience: config().CAPSTAN_JWT_AUDIENCE,
+  keys: new URL(required('CAPSTAN_JWKS_URL')),
+});
+
+/** The bearer token of a REST request, or the `token` query parameter of a WebSocket connect. */
+export function tokenOf(
+  event: Pick<APIGatewayRequestAuthorizerEvent, 'headers' | 'queryStringParameters'>,
+): string | undefined {
+  const header = Object.entries(event.headers ?? {}).find(([k]) => k.toLowerCase() === 'authorization')?.[1];
+  const bearer = header?.match(/^Bearer\s+(\S+)$/i)?.[1];
+  return bearer ?? event.queryStringParameters?.token ?? undefined;
+}
+
+/**
+ * REQUEST authorizer for the REST and WebSocket APIs: verifies the JWT and passes the
+ * principal on as context. Any failure is the literal 'Unauthorized', which API Gateway maps to 401.
+ */
+export const handler = async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
+  const token = tokenOf(event);
+  if (!token) throw new Error('Unauthorized');
+  try {
+    const principal = await verify(token);
+    // The policy covers the whole API so the cached decision holds for every route of this caller.
+    const [arnPrefix] = event.methodArn.split('/');
+    return {
+      principalId: principal.subject,
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: `${arnPrefix}/*` }],
+      },
+      context: { subject: principal.subject, tenantId: principal.tenantId, roles: principal.roles.join(',') },
+    };
+  } catch (error) {
+    logger.info('token refused', { reason: (error as Error).message });
+    throw new Error('Unauthorized');
+  }
 };

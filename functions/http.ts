@@ -1,0 +1,139 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { z } from 'zod';
+import { type Principal, principalSchema, roleSchema } from '../shared/domain/entities.js';
+import {
+  CapstanError,
+  ConflictError,
+  ForbiddenError,
+  IllegalTransitionError,
+  NotFoundError,
+  UnauthorizedError,
+  ValidationError,
+} from '../shared/domain/errors.js';
+import { issuesFromZod } from '../shared/domain/zod-issues.js';
+
+export const logger = new Logger({ serviceName: 'capstan' });
+
+/** What a route handler sees: the caller and the request, already normalised. */
+export interface HttpRequest {
+  readonly principal: Principal | undefined;
+  readonly body: string | undefined;
+  /** Header names in lower case. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly path: Readonly<Record<string, string>>;
+  readonly query: Readonly<Record<string, string>>;
+}
+
+export interface HttpResult {
+  readonly status: number;
+  readonly body?: unknown;
+}
+
+/** The authorizer context: API Gateway hands strings through, so roles arrive comma-separated. */
+const authorizerContextSchema = z.object({
+  subject: z.string().min(1),
+  tenantId: z.string().min(1),
+  roles: z.string().transform((text, ctx) => {
+    const parsed = z.array(roleSchema).safeParse(text.split(',').filter(Boolean));
+    if (!parsed.success) {
+      ctx.addIssue({ code: 'custom', message: 'unknown role' });
+      return z.NEVER;
+    }
+    return parsed.data;
+  }),
+});
+
+function principalOf(event: APIGatewayProxyEvent): Principal | undefined {
+  const context = authorizerContextSchema.safeParse(event.requestContext?.authorizer ?? {});
+  return context.success ? principalSchema.parse(context.data) : undefined;
+}
+
+/** The HTTP status of each error class; anything else is a 500 with a generic body. */
+function statusOf(error: CapstanError): number {
+  if (error instanceof ValidationError) return 400;
+  if (error instanceof UnauthorizedError) return 401;
+  if (error instanceof ForbiddenError) return 403;
+  if (error instanceof NotFoundError) return 404;
+  if (error instanceof ConflictError || error instanceof IllegalTransitionError) return 409;
+  return 400;
+}
+
+const json = (status: number, body: unknown): APIGatewayProxyResult => ({
+  statusCode: status,
+  headers: { 'content-type': 'application/json' },
+  body: body === undefined ? '' : JSON.stringify(body),
+});
+
+/** Maps an error to the contract's error body: 4xx for what the caller did, a generic 500 otherwise. */
+export function errorResponse(error: unknown): APIGatewayProxyResult {
+  if (error instanceof z.ZodError) {
+    return json(400, {
+      error: { code: 'VALIDATION_FAILED', message: 'the request is not valid', details: issuesFromZod(error) },
+    });
+  }
+  if (error instanceof CapstanError) {
+    const details = error.details === undefined ? {} : { details: error.details };
+    return json(statusOf(error), { error: { code: error.code, message: error.message, ...details } });
+  }
+  logger.error('request failed', { error: error as Error });
+  return json(500, { error: { code: 'INTERNAL', message: 'something went wrong; the request id is in the logs' } });
+}
+
+/** Requires an authenticated caller: the authorizer context is missing only on a misconfigured route. */
+export function requirePrincipal(request: HttpRequest): Principal {
+  if (!request.principal) throw new UnauthorizedError('authentication is required');
+  return request.principal;
+}
+
+/** Parses a JSON body with a zod schema; a missing or malformed body is a 400 naming `body`. */
+export function parseJsonBody<T extends z.ZodType>(request: HttpRequest, schema: T): z.infer<T> {
+  if (request.body === undefined || request.body === '') {
+    throw new ValidationError('the request needs a JSON body', [{ path: 'body', message: 'required' }]);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(request.body);
+  } catch (error) {
+    throw new ValidationError('the body is not valid JSON', [{ path: 'body', message: (error as Error).message }]);
+  }
+  return schema.parse(value);
+}
+
+/**
+ * Wraps a route: one middleware order everywhere (Lambda context in the logs, then error
+ * mapping), the event normalised into an {@link HttpRequest}.
+ */
+export function httpHandler(route: (request: HttpRequest) => Promise<HttpResult>) {
+  return middy<APIGatewayProxyEvent, APIGatewayProxyResult>()
+    .use(injectLambdaContext(logger))
+    .handler(async (event) => {
+      try {
+        const headers = Object.fromEntries(
+          Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])),
+        );
+        const body =
+          event.body === null
+            ? undefined
+            : event.isBase64Encoded
+              ? Buffer.from(event.body, 'base64').toString('utf8')
+              : event.body;
+        const result = await route({
+          principal: principalOf(event),
+          body,
+          headers,
+          path: clean(event.pathParameters),
+          query: clean(event.queryStringParameters),
+        });
+        return json(result.status, result.body);
+      } catch (error) {
+        return errorResponse(error);
+      }
+    });
+}
+
+function clean(values: Record<string, string | undefined> | null): Record<string, string> {
+  return Object.fromEntries(Object.entries(values ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k, v]])));
+}

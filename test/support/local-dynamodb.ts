@@ -1,0 +1,43 @@
+import { createServer } from 'node:net';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ensureTable } from '../../shared/adapters/dynamodb/tables.js';
+import { TABLES, type TableKey } from '../../shared/resources/tables.js';
+import { type DynamoDbLocal, startDynamoDbLocal } from '../../local/dynamodb-local.js';
+
+/** A free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestDynamo {
+  readonly local: DynamoDbLocal;
+  readonly tableNames: Record<TableKey, string>;
+}
+
+/**
+ * Starts an in-memory DynamoDB Local, creates Capstan's tables from the shared specs, and points
+ * this process's SDK clients and config at them through the standard environment variables.
+ */
+export async function startTestDynamo(prefix = 'test'): Promise<TestDynamo> {
+  const local = await startDynamoDbLocal({ port: await freePort() });
+  process.env.AWS_ENDPOINT_URL_DYNAMODB = local.endpoint;
+  process.env.AWS_REGION = 'us-east-1';
+  process.env.AWS_ACCESS_KEY_ID = 'local';
+  process.env.AWS_SECRET_ACCESS_KEY = 'local';
+  const tableNames = { state: `${prefix}-state`, events: `${prefix}-events`, connections: `${prefix}-connections` };
+  process.env.CAPSTAN_STATE_TABLE = tableNames.state;
+  process.env.CAPSTAN_EVENTS_TABLE = tableNames.events;
+  process.env.CAPSTAN_CONNECTIONS_TABLE = tableNames.connections;
+  const client = new DynamoDBClient({ endpoint: local.endpoint });
+  for (const key of Object.keys(TABLES) as TableKey[]) await ensureTable(client, TABLES[key], tableNames[key]);
+  client.destroy();
+  return { local, tableNames };
+}
