@@ -1,0 +1,63 @@
+import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { makeJwtVerifier } from '../../../shared/adapters/jwt-verifier.js';
+import { UnauthorizedError } from '../../../shared/domain/errors.js';
+
+const ISSUER = 'https://issuer.test/';
+let sign: (
+  claims: Record<string, unknown>,
+  options?: { audience?: string; issuer?: string; expiresIn?: string },
+) => Promise<string>;
+let verify: (token: string) => Promise<unknown>;
+let foreignSign: typeof sign;
+
+beforeAll(async () => {
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const foreign = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
+  verify = makeJwtVerifier({ issuer: ISSUER, audience: 'capstan', keys: createLocalJWKSet({ keys: [jwk] }) });
+  const signer =
+    (key: CryptoKey) =>
+    async (claims: Record<string, unknown>, options: { audience?: string; issuer?: string; expiresIn?: string } = {}) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .setIssuer(options.issuer ?? ISSUER)
+        .setAudience(options.audience ?? 'capstan')
+        .setIssuedAt()
+        .setExpirationTime(options.expiresIn ?? '5m')
+        .sign(key);
+  sign = signer(privateKey);
+  foreignSign = signer(foreign.privateKey);
+});
+
+describe('the JWT verifier', () => {
+  it('reads subject, tenant and roles from a valid token', async () => {
+    const token = await sign({ sub: 'ada', tenant: 'acme', roles: ['operator', 'approver'] });
+    await expect(verify(token)).resolves.toEqual({ subject: 'ada', tenantId: 'acme', roles: ['operator', 'approver'] });
+  });
+
+  it.each([
+    ['another audience', { audience: 'elsewhere' }],
+    ['another issuer', { issuer: 'https://evil.test/' }],
+    ['an expired token', { expiresIn: '-1m' }],
+  ])('refuses %s', async (_label, options) => {
+    const token = await sign({ sub: 'ada', tenant: 'acme', roles: ['operator'] }, options);
+    await expect(verify(token)).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it('refuses a token signed by another key', async () => {
+    const token = await foreignSign({ sub: 'ada', tenant: 'acme', roles: ['admin'] });
+    await expect(verify(token)).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it('refuses a token without a tenant or with an unknown role', async () => {
+    await expect(verify(await sign({ sub: 'ada', roles: ['operator'] }))).rejects.toThrow(/tenant/);
+    await expect(verify(await sign({ sub: 'ada', tenant: 'acme', roles: ['root'] }))).rejects.toBeInstanceOf(
+      UnauthorizedError,
+    );
+  });
+
+  it('refuses text that is not a token', async () => {
+    await expect(verify('not-a-jwt')).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+});
