@@ -17,7 +17,7 @@ beforeAll(async () => {
   const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
   verify = makeJwtVerifier({ issuer: ISSUER, audience: 'capstan', keys: createLocalJWKSet({ keys: [jwk] }) });
   const signer =
-    (key: CryptoKey) =>
+    (key: Parameters<SignJWT['sign']>[0]) =>
     async (claims: Record<string, unknown>, options: { audience?: string; issuer?: string; expiresIn?: string } = {}) =>
       new SignJWT(claims)
         .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
