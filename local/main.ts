@@ -9,7 +9,8 @@ import { startGateway } from './gateway.js';
 import { makeLocalIssuer } from './issuer.js';
 
 const ROOT = join(import.meta.dirname, '..');
-const STATE_DIR = join(ROOT, '.capstan');
+// CAPSTAN_HOME moves the local state (tests use a temporary one).
+const STATE_DIR = process.env.CAPSTAN_HOME ?? join(ROOT, '.capstan');
 const DATA_DIR = join(STATE_DIR, 'data');
 
 async function main(): Promise<void> {
