@@ -1,8 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { ensureTable } from '../shared/adapters/dynamodb/tables.js';
+import { ensureTables } from '../shared/adapters/dynamodb/tables.js';
 import { TABLES, type TableKey } from '../shared/resources/tables.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startGateway } from './gateway.js';
@@ -55,9 +54,7 @@ async function main(): Promise<void> {
     CAPSTAN_JWKS_URL: `${restUrl}/.well-known/jwks.json`,
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
   });
-  const client = new DynamoDBClient({ endpoint: dynamo.endpoint });
-  for (const key of Object.keys(TABLES) as TableKey[]) await ensureTable(client, TABLES[key], tableNames[key]);
-  client.destroy();
+  await ensureTables(dynamo.endpoint, TABLES, tableNames);
 
   const issuer = await makeLocalIssuer(join(STATE_DIR, 'issuer-key.json'), `${restUrl}/`, 'capstan');
   // Imported after the environment is set: handlers read their configuration at cold start.

@@ -1,6 +1,5 @@
 import { createServer } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ensureTable } from '../../shared/adapters/dynamodb/tables.js';
+import { ensureTables } from '../../shared/adapters/dynamodb/tables.js';
 import { TABLES, type TableKey } from '../../shared/resources/tables.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../local/dynamodb-local.js';
 
@@ -36,8 +35,6 @@ export async function startTestDynamo(prefix = 'test'): Promise<TestDynamo> {
   process.env.CAPSTAN_STATE_TABLE = tableNames.state;
   process.env.CAPSTAN_EVENTS_TABLE = tableNames.events;
   process.env.CAPSTAN_CONNECTIONS_TABLE = tableNames.connections;
-  const client = new DynamoDBClient({ endpoint: local.endpoint });
-  for (const key of Object.keys(TABLES) as TableKey[]) await ensureTable(client, TABLES[key], tableNames[key]);
-  client.destroy();
+  await ensureTables(local.endpoint, TABLES, tableNames);
   return { local, tableNames };
 }

@@ -1,7 +1,7 @@
 import {
   CreateTableCommand,
   type CreateTableCommandInput,
-  type DynamoDBClient,
+  DynamoDBClient,
   ResourceInUseException,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
@@ -51,5 +51,19 @@ export async function ensureTable(client: DynamoDBClient, spec: TableSpec, table
         TimeToLiveSpecification: { Enabled: true, AttributeName: spec.ttlAttribute },
       }),
     );
+  }
+}
+
+/** Creates every Capstan table that does not exist yet at `endpoint`, under the given names. */
+export async function ensureTables<K extends string>(
+  endpoint: string,
+  specs: Readonly<Record<K, TableSpec>>,
+  names: Readonly<Record<K, string>>,
+): Promise<void> {
+  const client = new DynamoDBClient({ endpoint });
+  try {
+    for (const key of Object.keys(specs) as K[]) await ensureTable(client, specs[key], names[key]);
+  } finally {
+    client.destroy();
   }
 }
