@@ -1,6 +1,5 @@
 import { Stack, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
-import { SANDBOX_PROFILES } from '../shared/domain/sandbox-profiles.js';
 import type { DeploymentConfig } from './config.js';
 import { physicalNames } from './names.js';
 import type { StatefulStack } from './stateful-stack.js';
@@ -123,7 +122,7 @@ export function acknowledgeFindings(
       [
         wildcardResource(
           worker,
-          `arn:${stateless.partition}:secretsmanager:${stateless.region}:${stateless.account}:secret:${config.secretPrefix}/${SANDBOX_PROFILES[profile as keyof typeof SANDBOX_PROFILES].name}/*`,
+          `arn:${stateless.partition}:secretsmanager:${stateless.region}:${stateless.account}:secret:${config.secretPrefix}/${profile}/*`,
         ),
       ],
     );

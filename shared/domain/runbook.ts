@@ -4,7 +4,7 @@ import { checkAction, findAction } from './catalogue.js';
 import { durationSchema } from './duration.js';
 import { ValidationError } from './errors.js';
 import { environmentSchema, SANDBOX_PROFILES, sandboxProfileNameSchema } from './sandbox-profiles.js';
-import { checkPlaceholders, substitute } from './template.js';
+import { checkPlaceholders, findPlaceholders, substitute } from './template.js';
 import { formatIssues, formatPath, type PathSegment, type RawIssue, rawIssuesFromZod } from './zod-issues.js';
 
 const idSchema = z
@@ -259,8 +259,9 @@ function semanticIssues(runbook: Runbook): RawIssue[] {
       issues.push(...placeholderIssues);
       if (placeholderIssues.length > 0) continue;
       // Params that use inputs without defaults are checked again when a run supplies the inputs.
-      const unresolved = JSON.stringify(params).match(/\{\{\s*inputs\.([A-Za-z0-9_]+)\s*\}\}/g) ?? [];
-      const resolvable = unresolved.every((ref) => Object.hasOwn(sampleInputs, ref.replace(/[{}\s]|inputs\./g, '')));
+      const resolvable = findPlaceholders(params).every(
+        (p) => p.input !== undefined && Object.hasOwn(sampleInputs, p.input),
+      );
       const candidate = resolvable ? substitute(params as Json, sampleInputs) : undefined;
       const check = checkAction(backend, action, candidate, at);
       if (!check.ok) issues.push(...check.issues.filter((i) => resolvable || !i.path.includes('params')));

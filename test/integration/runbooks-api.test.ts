@@ -29,6 +29,19 @@ afterAll(async () => {
   await dynamo?.local.stop();
 });
 
+/** GET /v1/runbooks/{id}, optionally at a version. */
+const getRunbook = (id: string, principal: Principal, version?: string) =>
+  call(
+    get,
+    proxyEvent({
+      method: 'GET',
+      path: `/v1/runbooks/${id}`,
+      principal,
+      pathParameters: { id },
+      ...(version === undefined ? {} : { query: { version } }),
+    }),
+  );
+
 const yaml = (body: string, principal: Principal = operator) =>
   proxyEvent({
     method: 'POST',
@@ -78,26 +91,9 @@ describe('the runbooks API on DynamoDB Local', () => {
   it('stores changed content as the next version', async () => {
     const response = await call(create, yaml(restart.replace('retries: 3', 'retries: 4')));
     expect(response).toMatchObject({ status: 201, body: { id: 'restart-web', version: 2 } });
-    const latest = await call(
-      get,
-      proxyEvent({
-        method: 'GET',
-        path: '/v1/runbooks/restart-web',
-        principal: viewer,
-        pathParameters: { id: 'restart-web' },
-      }),
-    );
+    const latest = await getRunbook('restart-web', viewer);
     expect(latest.body).toMatchObject({ runbookId: 'restart-web', version: 2 });
-    const first = await call(
-      get,
-      proxyEvent({
-        method: 'GET',
-        path: '/v1/runbooks/restart-web',
-        principal: viewer,
-        pathParameters: { id: 'restart-web' },
-        query: { version: '1' },
-      }),
-    );
+    const first = await getRunbook('restart-web', viewer, '1');
     expect(first.body).toMatchObject({ version: 1 });
   });
 
@@ -156,15 +152,7 @@ describe('the runbooks API on DynamoDB Local', () => {
   });
 
   it("hides one tenant's runbooks from another", async () => {
-    const response = await call(
-      get,
-      proxyEvent({
-        method: 'GET',
-        path: '/v1/runbooks/restart-web',
-        principal: stranger,
-        pathParameters: { id: 'restart-web' },
-      }),
-    );
+    const response = await getRunbook('restart-web', stranger);
     expect(response).toMatchObject({ status: 404, body: { error: { code: 'NOT_FOUND' } } });
     const listing = await call(list, proxyEvent({ method: 'GET', path: '/v1/runbooks', principal: stranger }));
     expect(listing.body).toEqual({ items: [] });
