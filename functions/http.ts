@@ -46,9 +46,14 @@ const authorizerContextSchema = z.object({
   }),
 });
 
+/** The caller the authorizer passed on (REST and WebSocket events carry the same context). */
+export function principalFromAuthorizer(context: unknown): Principal | undefined {
+  const parsed = authorizerContextSchema.safeParse(context ?? {});
+  return parsed.success ? principalSchema.parse(parsed.data) : undefined;
+}
+
 function principalOf(event: APIGatewayProxyEvent): Principal | undefined {
-  const context = authorizerContextSchema.safeParse(event.requestContext?.authorizer ?? {});
-  return context.success ? principalSchema.parse(context.data) : undefined;
+  return principalFromAuthorizer(event.requestContext?.authorizer);
 }
 
 /** The HTTP status of each error class; anything else is a 500 with a generic body. */

@@ -7,6 +7,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import { ROUTES, type RouteSpec } from '../shared/resources/routes.js';
+import { WebSocketGateway } from './websocket.js';
 
 type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 type Authorizer = (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
@@ -16,7 +17,19 @@ export interface GatewayOptions {
   readonly authorizer: Authorizer;
   /** Extra GET paths served as JSON (the local JWKS). */
   readonly staticJson: Readonly<Record<string, unknown>>;
+  /** Invokes the WebSocket route functions in-process. */
+  readonly invoke: (functionName: string, event: unknown) => Promise<unknown>;
+  readonly log?: (line: string) => void;
 }
+
+export interface Gateway {
+  readonly server: Server;
+  readonly webSocket: WebSocketGateway;
+  close(): Promise<void>;
+}
+
+/** The WebSocket API's path, and the stage path of its `@connections` API. */
+export const WEBSOCKET_PATH = '/ws';
 
 interface CompiledRoute {
   readonly spec: RouteSpec;
@@ -63,13 +76,16 @@ async function readBody(req: IncomingMessage): Promise<string | null> {
 }
 
 /**
- * The local API Gateway for REST: matches a route from the shared route table, runs the same
- * REQUEST authorizer as AWS, and invokes the route's handler with a proxy event.
+ * The local API Gateway. REST: matches a route from the shared route table, runs the same
+ * REQUEST authorizer as AWS, and invokes the route's handler with a proxy event. WebSocket:
+ * see `WebSocketGateway`, on `/ws`, with its `@connections` API under the same path.
  */
-export function startGateway(options: GatewayOptions): Promise<Server> {
+export function startGateway(options: GatewayOptions): Promise<Gateway> {
   const server = createServer((req, res) => {
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://localhost');
+      const body = await readBody(req);
+      if (webSocket.handleManagement(req, res, url.pathname, body)) return;
       const staticBody = req.method === 'GET' ? options.staticJson[url.pathname] : undefined;
       if (staticBody !== undefined) return send(res, 200, staticBody);
       const match = compiled
@@ -116,7 +132,7 @@ export function startGateway(options: GatewayOptions): Promise<Server> {
             ? Object.fromEntries(route.params.map((p, i) => [p, decodeURIComponent(found[i + 1] ?? '')]))
             : null,
         stageVariables: null,
-        body: await readBody(req),
+        body,
         isBase64Encoded: false,
         requestContext: { authorizer: authorizerContext, requestId: crypto.randomUUID(), stage: 'local' },
       } as unknown as APIGatewayProxyEvent;
@@ -133,8 +149,26 @@ export function startGateway(options: GatewayOptions): Promise<Server> {
       if (!res.headersSent) send(res, 502, { message: 'Internal server error' });
     });
   });
+  const webSocket = new WebSocketGateway(server, {
+    path: WEBSOCKET_PATH,
+    authorizer: options.authorizer,
+    invoke: options.invoke,
+    log: options.log,
+  });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, '127.0.0.1', () => resolve(server));
+    server.listen(options.port, '127.0.0.1', () =>
+      resolve({
+        server,
+        webSocket,
+        close: async () => {
+          await webSocket.close();
+          await new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeAllConnections();
+          });
+        },
+      }),
+    );
   });
 }

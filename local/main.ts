@@ -1,84 +1,74 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { ensureTables } from '../shared/adapters/dynamodb/tables.js';
-import { TABLES, type TableKey } from '../shared/resources/tables.js';
-import { startDynamoDbLocal } from './dynamodb-local.js';
-import { startGateway } from './gateway.js';
-import { makeLocalIssuer } from './issuer.js';
+import { startLocalStack } from './stack.js';
+import { parseWorkerCounts } from './workers.js';
 
 const ROOT = join(import.meta.dirname, '..');
-// CAPSTAN_HOME moves the local state (tests use a temporary one).
-const STATE_DIR = process.env.CAPSTAN_HOME ?? join(ROOT, '.capstan');
-const DATA_DIR = join(STATE_DIR, 'data');
+
+function positiveNumber(name: string, fallback: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got '${text}'`);
+  return value;
+}
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const fresh = process.argv.includes('--fresh');
-  const port = Number(process.env.CAPSTAN_PORT ?? 4000);
-  if (!Number.isInteger(port) || port <= 0 || port > 65535)
-    throw new Error(`CAPSTAN_PORT must be a TCP port, got '${process.env.CAPSTAN_PORT}'`);
-  if (fresh) rmSync(DATA_DIR, { recursive: true, force: true });
-  mkdirSync(join(DATA_DIR, 'dynamodb'), { recursive: true });
-
-  const dynamo = await startDynamoDbLocal({ port: port + 1, dataDir: join(DATA_DIR, 'dynamodb') });
-  // Whatever ends this process, DynamoDB Local must not outlive it.
-  process.once('exit', () => {
-    if (dynamo.process.exitCode === null) dynamo.process.kill('SIGKILL');
+  const port = positiveNumber('CAPSTAN_PORT', 4000);
+  if (!Number.isInteger(port) || port > 65530) throw new Error(`CAPSTAN_PORT must be a TCP port below 65531, got ${port}`);
+  // CAPSTAN_HOME moves the local state (tests use a temporary one).
+  const stateDir = process.env.CAPSTAN_HOME ?? join(ROOT, '.capstan');
+  const log = (line: string) => console.log(line);
+  const stack = await startLocalStack({
+    port,
+    stateDir,
+    fresh: process.argv.includes('--fresh'),
+    workers: parseWorkerCounts(process.env.CAPSTAN_WORKERS, 1),
+    reconcileIntervalMs: positiveNumber('CAPSTAN_RECONCILE_SECONDS', 60) * 1000,
+    log,
   });
-  const shutdown = async (signal: string) => {
-    console.log(`\n${signal}: stopping the local stack`);
-    await dynamo.stop();
-    process.exit(0);
+  // Whatever ends this process, DynamoDB Local and the workers must not outlive it.
+  process.once('exit', () => stack.kill());
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      stack.kill();
+      process.exit(1);
+    }
+    stopping = true;
+    log(`\n${signal}: stopping the local stack (again to stop at once)`);
+    stack.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-
-  // The same variables a Lambda gets in AWS; the SDK reads the endpoints itself.
-  const restUrl = `http://127.0.0.1:${port}`;
-  const tableNames: Record<TableKey, string> = {
-    state: 'capstan-state',
-    events: 'capstan-events',
-    connections: 'capstan-connections',
-  };
-  Object.assign(process.env, {
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
-    CAPSTAN_ENVIRONMENT: 'dev',
-    CAPSTAN_STATE_TABLE: tableNames.state,
-    CAPSTAN_EVENTS_TABLE: tableNames.events,
-    CAPSTAN_CONNECTIONS_TABLE: tableNames.connections,
-    CAPSTAN_JWT_ISSUER: `${restUrl}/`,
-    CAPSTAN_JWKS_URL: `${restUrl}/.well-known/jwks.json`,
-    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
-  });
-  await ensureTables(dynamo.endpoint, TABLES, tableNames);
-
-  const issuer = await makeLocalIssuer(join(STATE_DIR, 'issuer-key.json'), `${restUrl}/`, 'capstan');
-  // Imported after the environment is set: handlers read their configuration at cold start.
-  const { handler: authorizer } = (await import('../functions/authorizer.js')) as {
-    handler: (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
-  };
-  await startGateway({ port, authorizer, staticJson: { '/.well-known/jwks.json': issuer.jwks } });
-
-  const localFile = join(STATE_DIR, 'local.json');
-  writeFileSync(
-    localFile,
-    `${JSON.stringify({ restUrl: `${restUrl}/v1`, wsUrl: `ws://127.0.0.1:${port}/ws`, tokens: issuer.tokens }, null, 2)}\n`,
-    { mode: 0o600 },
-  );
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
 
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(`Capstan local stack ready in ${seconds} s
-  REST API     ${restUrl}/v1   (health: ${restUrl}/v1/health)
-  DynamoDB     ${dynamo.endpoint}   data in ${relative(ROOT, DATA_DIR)}/
-  tokens       ${relative(ROOT, localFile)}
+  const counts = Object.entries(parseWorkerCounts(process.env.CAPSTAN_WORKERS, 1))
+    .map(([profile, count]) => `${profile} ${count}`)
+    .join(', ');
+  const e = stack.endpoints;
+  const shown = relative(ROOT, stateDir);
+  const home = shown.startsWith('..') ? stateDir : shown || '.';
+  log(`Capstan local stack ready in ${seconds} s
+  REST API         ${stack.restUrl}   (health: ${stack.restUrl}/health)
+  WebSocket        ${stack.wsUrl}?token=<JWT>
+  DynamoDB         ${e.DYNAMODB}   data in ${home}/data/
+  SQS + S3         ${e.SQS}
+  Step Functions   ${e.SFN}
+  Secrets Manager  ${e.SECRETS_MANAGER}   secrets in ${home}/secrets.json
+  EventBridge      ${e.EVENTBRIDGE}
+  workers          ${counts}   (CAPSTAN_WORKERS=dev-flex=2,... to change)
+  tokens           ${home}/local.json${
+    stack.resumedExecutions.length > 0 ? `\n  resumed          ${stack.resumedExecutions.length} run(s) in flight` : ''
+  }
 
-Register an example runbook:
-  curl -s -X POST ${restUrl}/v1/runbooks -H "Authorization: Bearer $(node -p "require('./.capstan/local.json').tokens.operator")" \\
-    -H 'Content-Type: application/yaml' --data-binary @examples/runbooks/hello.yaml
+Register the hello runbook and start a run of it:
+  T=$(node -p "require('${home.startsWith('/') ? home : `./${home}`}/local.json').tokens.operator")
+  curl -s -X POST ${stack.restUrl}/runbooks -H "Authorization: Bearer $T" -H 'Content-Type: application/yaml' --data-binary @examples/runbooks/hello.yaml
+  curl -s -X POST ${stack.restUrl}/runs -H "Authorization: Bearer $T" -H "Idempotency-Key: $(date +%s)" -d '{"runbookId":"hello"}'
 
 Ctrl-C stops everything.`);
 }

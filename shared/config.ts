@@ -2,8 +2,8 @@ import { z } from 'zod';
 
 /**
  * Settings every component reads from its environment, parsed once at cold start.
- * Endpoints are not settings here: the AWS SDK reads `AWS_ENDPOINT_URL_<SERVICE>` itself,
- * which is how the local stack points the same code at local services.
+ * In AWS every endpoint is the SDK's default; locally `AWS_ENDPOINT_URL_<SERVICE>` (or
+ * `AWS_ENDPOINT_URL` for all) points the same code at the local services, see `endpointFor`.
  */
 export const configSchema = z.object({
   CAPSTAN_PREFIX: z.string().min(1).default('capstan'),
@@ -18,6 +18,8 @@ export const configSchema = z.object({
   CAPSTAN_JWT_ISSUER: z.string().min(1).optional(),
   CAPSTAN_JWT_AUDIENCE: z.string().min(1).default('capstan'),
   CAPSTAN_JWKS_URL: z.url().optional(),
+  CAPSTAN_WORKER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(15),
+  CAPSTAN_NOTIFY_WEBHOOK_URL: z.url().optional(),
 });
 export type CapstanConfig = z.infer<typeof configSchema>;
 
@@ -44,4 +46,44 @@ export function required<K extends keyof CapstanConfig>(key: K): NonNullable<Cap
   const value = config()[key];
   if (value === undefined || value === null) throw new Error(`invalid configuration: ${String(key)} is required here`);
   return value as NonNullable<CapstanConfig[K]>;
+}
+
+/** The AWS services Capstan calls, by the suffix of their `AWS_ENDPOINT_URL_<SERVICE>` variable. */
+export const AWS_SERVICES = {
+  dynamodb: 'DYNAMODB',
+  dynamodbStreams: 'DYNAMODB_STREAMS',
+  sqs: 'SQS',
+  s3: 'S3',
+  sfn: 'SFN',
+  secretsManager: 'SECRETS_MANAGER',
+  eventBridge: 'EVENTBRIDGE',
+  apiGatewayManagement: 'APIGATEWAYMANAGEMENTAPI',
+  lambda: 'LAMBDA',
+  ecs: 'ECS',
+  ssm: 'SSM',
+} as const;
+export type AwsService = keyof typeof AWS_SERVICES;
+
+const endpointSchema = z.url({ protocol: /^https?$/ }).optional();
+
+/**
+ * The endpoint a client for `service` uses: `AWS_ENDPOINT_URL_<SERVICE>`, else `AWS_ENDPOINT_URL`,
+ * else undefined (the SDK's regional default). A malformed value fails with the variable's name.
+ */
+export function endpointFor(
+  service: AwsService,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string | undefined {
+  const specific = `AWS_ENDPOINT_URL_${AWS_SERVICES[service]}`;
+  const name = env[specific] !== undefined ? specific : 'AWS_ENDPOINT_URL';
+  const parsed = endpointSchema.safeParse(env[name] || undefined);
+  if (!parsed.success) throw new Error(`invalid configuration: ${name} must be an http(s) URL, got '${env[name]}'`);
+  return parsed.data;
+}
+
+/** Client settings for `service`: the resolved endpoint, and path-style S3 addressing when local. */
+export function clientConfig(service: AwsService): { endpoint?: string; forcePathStyle?: boolean } {
+  const endpoint = endpointFor(service);
+  if (endpoint === undefined) return {};
+  return service === 's3' ? { endpoint, forcePathStyle: true } : { endpoint };
 }

@@ -1,3 +1,12 @@
-export const handler = async (): Promise<void> => {
-  throw new Error('not implemented');
+import type { APIGatewayProxyResult, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
+import { makeConnectionStore } from '../../shared/adapters/dynamodb/connection-store.js';
+import { documentClient } from '../../shared/adapters/dynamodb/client.js';
+import { config } from '../../shared/config.js';
+
+const store = makeConnectionStore(documentClient, config().CAPSTAN_CONNECTIONS_TABLE);
+
+/** `$disconnect`: forget the connection and its subscriptions. */
+export const handler = async (event: APIGatewayProxyWebsocketEventV2): Promise<APIGatewayProxyResult> => {
+  await store.remove(event.requestContext.connectionId);
+  return { statusCode: 200, body: '' };
 };

@@ -3,7 +3,13 @@ import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { SandboxProfile } from '../../shared/domain/sandbox-profiles.js';
-import { deadLetterQueueName, stepQueueName } from '../../shared/resources/queues.js';
+import {
+  DEAD_LETTER_RETENTION_SECONDS,
+  deadLetterQueueName,
+  RECEIVE_WAIT_SECONDS,
+  STEP_QUEUE_RETENTION_SECONDS,
+  stepQueueName,
+} from '../../shared/resources/queues.js';
 
 export interface ProfileQueueProps {
   readonly prefix: string;
@@ -24,7 +30,7 @@ export class ProfileQueue extends Construct {
       encryption: QueueEncryption.KMS,
       encryptionMasterKey: props.encryptionKey,
       enforceSSL: true,
-      retentionPeriod: Duration.days(14),
+      retentionPeriod: Duration.seconds(DEAD_LETTER_RETENTION_SECONDS),
     });
     this.queue = new Queue(this, 'Queue', {
       queueName: stepQueueName(props.prefix, profile.name),
@@ -32,8 +38,8 @@ export class ProfileQueue extends Construct {
       encryptionMasterKey: props.encryptionKey,
       enforceSSL: true,
       visibilityTimeout: Duration.seconds(profile.queueVisibilitySeconds),
-      receiveMessageWaitTime: Duration.seconds(20),
-      retentionPeriod: Duration.days(4),
+      receiveMessageWaitTime: Duration.seconds(RECEIVE_WAIT_SECONDS),
+      retentionPeriod: Duration.seconds(STEP_QUEUE_RETENTION_SECONDS),
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: profile.maxReceiveCount },
     });
   }

@@ -9,3 +9,9 @@ export function stepQueueName(prefix: string, profile: SandboxProfileName): stri
 export function deadLetterQueueName(prefix: string, profile: SandboxProfileName): string {
   return `${prefix}-${profile}-steps-dlq`;
 }
+
+/** How long a message stays in the dead-letter queue, and in the step queue. */
+export const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 3600;
+export const STEP_QUEUE_RETENTION_SECONDS = 4 * 24 * 3600;
+/** Long polling on every receive. */
+export const RECEIVE_WAIT_SECONDS = 20;

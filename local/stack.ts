@@ -1,0 +1,253 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent, DynamoDBStreamEvent } from 'aws-lambda';
+import type { FauxqsServer } from 'fauxqs';
+import { ensureTables } from '../shared/adapters/dynamodb/tables.js';
+import type { SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
+import { TABLES, type TableKey } from '../shared/resources/tables.js';
+import {
+  DEFINITION_FUNCTIONS,
+  loadRunInterpreterDefinition,
+  substituteDefinition,
+  type DefinitionPlaceholder,
+} from '../shared/workflow/definition.js';
+import type { JsonService } from './aws-json.js';
+import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
+import { startLocalEventBridge } from './eventbridge.js';
+import { type Gateway, startGateway, WEBSOCKET_PATH } from './gateway.js';
+import { makeLocalIssuer, type LocalIssuer } from './issuer.js';
+import { invokeLocal } from './lambdas.js';
+import { startLocalQueues } from './queues.js';
+import { startLocalSecrets } from './secrets.js';
+import { LocalStepFunctions } from './stepfunctions.js';
+import { StreamMapping } from './streams.js';
+import { WorkerPool } from './workers.js';
+
+const ROOT = join(import.meta.dirname, '..');
+export const REGION = 'us-east-1';
+export const ACCOUNT = '000000000000';
+export const PREFIX = 'capstan';
+
+export interface LocalStackOptions {
+  /** The gateway's port; the other services take the next five. */
+  readonly port: number;
+  /** `.capstan` by default; data lives in `<stateDir>/data`. */
+  readonly stateDir: string;
+  readonly fresh: boolean;
+  readonly workers: Readonly<Partial<Record<SandboxProfileName, number>>>;
+  /** How often the reconciler runs (its schedule in AWS is every minute). */
+  readonly reconcileIntervalMs: number;
+  /** Extra environment for the handlers and workers (for example a short heartbeat in tests). */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly log: (line: string) => void;
+}
+
+export interface LocalStack {
+  readonly restUrl: string;
+  readonly wsUrl: string;
+  readonly localFile: string;
+  readonly endpoints: Readonly<Record<string, string>>;
+  readonly issuer: LocalIssuer;
+  readonly workers: WorkerPool;
+  readonly stepFunctions: LocalStepFunctions;
+  readonly resumedExecutions: readonly string[];
+  stop(): Promise<void>;
+  /** Kills the child processes at once; for an exit hook. */
+  kill(): void;
+}
+
+/** Physical names, the way the CDK stack names them (`infra/names.ts`), in a local account. */
+export const LOCAL_NAMES = {
+  tables: { state: `${PREFIX}-state`, events: `${PREFIX}-events`, connections: `${PREFIX}-connections` },
+  evidenceBucket: `${PREFIX}-evidence-${ACCOUNT}-${REGION}`,
+  stateMachineArn: `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${PREFIX}-run-interpreter`,
+  eventBus: `${PREFIX}-events`,
+} as const satisfies { tables: Record<TableKey, string> } & Record<string, unknown>;
+
+/**
+ * Starts all of Capstan on this machine, in dependency order: DynamoDB Local with the tables,
+ * fauxqs (SQS + S3), Step Functions, Secrets Manager and EventBridge endpoints, the API
+ * gateway (REST + WebSocket), the event-log stream mapping, the reconciler schedule, and the
+ * workers. Handlers run in this process with the environment a Lambda gets in AWS; only the
+ * endpoints differ.
+ */
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const { port, log } = options;
+  const dataDir = join(options.stateDir, 'data');
+  if (options.fresh) rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
+
+  const cleanups: Array<() => Promise<void> | void> = [];
+  let dynamo: DynamoDbLocal | undefined;
+  let workers: WorkerPool | undefined;
+  const kill = () => {
+    workers?.killAll();
+    if (dynamo?.process.exitCode === null) dynamo.process.kill('SIGKILL');
+  };
+  const stop = async () => {
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        await cleanup();
+      } catch (error) {
+        log(`stopping: ${(error as Error).message}`);
+      }
+    }
+    cleanups.length = 0;
+  };
+
+  // Local credentials and region for every client, including the ones the glue itself uses.
+  Object.assign(process.env, { AWS_REGION: REGION, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local' });
+  try {
+    dynamo = await startDynamoDbLocal({ port: port + 1, dataDir: join(dataDir, 'dynamodb') });
+    const dynamoLocal = dynamo;
+    cleanups.push(() => dynamoLocal.stop());
+    await ensureTables(dynamo.endpoint, TABLES, LOCAL_NAMES.tables);
+
+    const queues: FauxqsServer = await startLocalQueues({
+      port: port + 2,
+      prefix: PREFIX,
+      region: REGION,
+      evidenceBucket: LOCAL_NAMES.evidenceBucket,
+    });
+    cleanups.push(() => queues.stop());
+
+    const restUrl = `http://127.0.0.1:${port}`;
+    const queueEndpoint = `http://127.0.0.1:${queues.port}`;
+    const endpoints = {
+      DYNAMODB: dynamo.endpoint,
+      DYNAMODB_STREAMS: dynamo.endpoint,
+      SQS: queueEndpoint,
+      S3: queueEndpoint,
+      SFN: `http://127.0.0.1:${port + 3}`,
+      SECRETS_MANAGER: `http://127.0.0.1:${port + 4}`,
+      EVENTBRIDGE: `http://127.0.0.1:${port + 5}`,
+    };
+    // The environment a Lambda function or a worker task gets in AWS, with local endpoints.
+    const env: Record<string, string> = {
+      AWS_REGION: REGION,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      ...Object.fromEntries(Object.entries(endpoints).map(([service, url]) => [`AWS_ENDPOINT_URL_${service}`, url])),
+      CAPSTAN_PREFIX: PREFIX,
+      CAPSTAN_ENVIRONMENT: 'dev',
+      CAPSTAN_STATE_TABLE: LOCAL_NAMES.tables.state,
+      CAPSTAN_EVENTS_TABLE: LOCAL_NAMES.tables.events,
+      CAPSTAN_CONNECTIONS_TABLE: LOCAL_NAMES.tables.connections,
+      CAPSTAN_EVIDENCE_BUCKET: LOCAL_NAMES.evidenceBucket,
+      CAPSTAN_STATE_MACHINE_ARN: LOCAL_NAMES.stateMachineArn,
+      CAPSTAN_EVENT_BUS: LOCAL_NAMES.eventBus,
+      CAPSTAN_WS_ENDPOINT: `${restUrl}${WEBSOCKET_PATH}`,
+      CAPSTAN_JWT_ISSUER: `${restUrl}/`,
+      CAPSTAN_JWKS_URL: `${restUrl}/.well-known/jwks.json`,
+      POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_TRACE_ENABLED: 'false',
+      ...options.env,
+    };
+    Object.assign(process.env, env);
+
+    const invoke = (name: string, event: unknown) => invokeLocal(name, event, PREFIX);
+    const functionArn = (name: string) => `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${PREFIX}-${name}`;
+    const stepFunctions = new LocalStepFunctions({
+      port: port + 3,
+      stateMachineArn: LOCAL_NAMES.stateMachineArn,
+      definition: substituteDefinition(
+        loadRunInterpreterDefinition(),
+        Object.fromEntries(
+          Object.entries(DEFINITION_FUNCTIONS).map(([placeholder, name]) => [placeholder, functionArn(name)]),
+        ) as Record<DefinitionPlaceholder, string>,
+      ),
+      invoke,
+      dataFile: join(dataDir, 'stepfunctions', 'executions.json'),
+      log,
+    });
+    const services: JsonService[] = [
+      await startLocalSecrets({
+        port: port + 4,
+        file: join(options.stateDir, 'secrets.json'),
+        exampleFile: join(ROOT, 'local', 'secrets.example.json'),
+        region: REGION,
+      }),
+      await startLocalEventBridge({ port: port + 5, logFile: join(dataDir, 'eventbridge.jsonl') }),
+    ];
+    cleanups.push(async () => {
+      for (const service of services) await service.close();
+    });
+
+    const issuer = await makeLocalIssuer(join(options.stateDir, 'issuer-key.json'), `${restUrl}/`, 'capstan');
+    // Imported after the environment is set: handlers read their configuration at cold start.
+    const { handler: authorizer } = (await import('../functions/authorizer.js')) as {
+      handler: (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
+    };
+    const gateway: Gateway = await startGateway({
+      port,
+      authorizer,
+      invoke,
+      log,
+      staticJson: { '/.well-known/jwks.json': issuer.jwks },
+    });
+    cleanups.push(() => gateway.close());
+
+    const resumedExecutions = await stepFunctions.start();
+    cleanups.push(() => stepFunctions.stop());
+
+    const broadcast = new StreamMapping({
+      endpoint: dynamo.endpoint,
+      region: REGION,
+      tableName: LOCAL_NAMES.tables.events,
+      handler: (event: DynamoDBStreamEvent) => invoke('broadcaster', event),
+      checkpointFile: join(dataDir, 'streams', 'events.json'),
+      log,
+    });
+    await broadcast.start();
+    cleanups.push(() => broadcast.stop());
+
+    const reconcile = setInterval(() => {
+      invoke('reconciler', {
+        version: '0',
+        id: crypto.randomUUID(),
+        'detail-type': 'Scheduled Event',
+        source: 'aws.events',
+        account: ACCOUNT,
+        time: new Date().toISOString(),
+        region: REGION,
+        resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/${PREFIX}-reconcile`],
+        detail: {},
+      }).catch((error: unknown) => log(`reconciler failed: ${(error as Error).message}`));
+    }, options.reconcileIntervalMs);
+    cleanups.push(() => clearInterval(reconcile));
+
+    workers = new WorkerPool({
+      entrypoint: join(ROOT, 'worker-container', 'main.ts'),
+      counts: options.workers,
+      env: { ...(process.env as Record<string, string>), ...env },
+      log,
+    });
+    const pool = workers;
+    pool.start();
+    cleanups.push(() => pool.stop());
+
+    const localFile = join(options.stateDir, 'local.json');
+    const wsUrl = `ws://127.0.0.1:${port}${WEBSOCKET_PATH}`;
+    writeFileSync(localFile, `${JSON.stringify({ restUrl: `${restUrl}/v1`, wsUrl, tokens: issuer.tokens }, null, 2)}\n`, {
+      mode: 0o600,
+    });
+
+    return {
+      restUrl: `${restUrl}/v1`,
+      wsUrl,
+      localFile,
+      endpoints,
+      issuer,
+      workers: pool,
+      stepFunctions,
+      resumedExecutions,
+      stop,
+      kill,
+    };
+  } catch (error) {
+    kill();
+    await stop();
+    throw error;
+  }
+}

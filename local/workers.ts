@@ -1,0 +1,134 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { SANDBOX_PROFILE_NAMES, type SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
+
+export interface WorkerPoolOptions {
+  /** The worker entrypoint, run with Node and tsx, the way the image runs its bundle. */
+  readonly entrypoint: string;
+  readonly counts: Readonly<Partial<Record<SandboxProfileName, number>>>;
+  /** The environment every worker gets (endpoints, table names); the profile is added per worker. */
+  readonly env: Readonly<Record<string, string>>;
+  /** How long a stopping worker may take to drain before it is killed (the task definition's stop timeout). */
+  readonly stopTimeoutMs?: number;
+  readonly log: (line: string) => void;
+}
+
+interface Slot {
+  readonly profile: SandboxProfileName;
+  readonly index: number;
+  child?: ChildProcess;
+  restarts: number;
+  startedAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+/** Counts per profile from `dev-flex=2,prod-standard=1`; unnamed profiles get `fallback`. */
+export function parseWorkerCounts(
+  text: string | undefined,
+  fallback: number,
+): Partial<Record<SandboxProfileName, number>> {
+  const counts: Partial<Record<SandboxProfileName, number>> = Object.fromEntries(
+    SANDBOX_PROFILE_NAMES.map((p) => [p, fallback]),
+  );
+  for (const part of (text ?? '').split(',').filter((p) => p.trim() !== '')) {
+    const [name, value] = part.split('=').map((s) => s.trim());
+    const count = Number(value);
+    if (!SANDBOX_PROFILE_NAMES.includes(name as SandboxProfileName) || !Number.isInteger(count) || count < 0)
+      throw new Error(
+        `CAPSTAN_WORKERS: '${part}' is not <profile>=<count> with a profile among ${SANDBOX_PROFILE_NAMES.join(', ')}`,
+      );
+    counts[name as SandboxProfileName] = count;
+  }
+  return counts;
+}
+
+/**
+ * Worker processes per sandbox profile, kept at their count the way an ECS service keeps its
+ * tasks: a worker that exits is started again after a back-off (1 s doubling to 30 s, reset
+ * after a minute of health), and each restart is logged.
+ */
+export class WorkerPool {
+  private readonly slots: Slot[] = [];
+  private stopping = false;
+
+  constructor(private readonly options: WorkerPoolOptions) {
+    for (const [profile, count] of Object.entries(options.counts) as Array<[SandboxProfileName, number]>)
+      for (let index = 1; index <= count; index++) this.slots.push({ profile, index, restarts: 0, startedAt: 0 });
+  }
+
+  /** Workers running now, by profile. */
+  get running(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const slot of this.slots) if (slot.child?.exitCode === null) counts[slot.profile] = (counts[slot.profile] ?? 0) + 1;
+    return counts;
+  }
+
+  get pids(): number[] {
+    return this.slots.flatMap((s) => (s.child?.pid !== undefined && s.child.exitCode === null ? [s.child.pid] : []));
+  }
+
+  start(): void {
+    for (const slot of this.slots) this.launch(slot);
+  }
+
+  private label(slot: Slot): string {
+    return `worker ${slot.profile}#${slot.index}`;
+  }
+
+  private launch(slot: Slot): void {
+    const child = spawn(process.execPath, ['--import', 'tsx', this.options.entrypoint], {
+      env: {
+        ...this.options.env,
+        CAPSTAN_SANDBOX_PROFILE: slot.profile,
+        CAPSTAN_WORKER_NAME: `${slot.profile}-${slot.index}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    slot.child = child;
+    slot.startedAt = Date.now();
+    for (const stream of [child.stdout, child.stderr])
+      createInterface({ input: stream }).on('line', (line) => this.options.log(`[${slot.profile}#${slot.index}] ${line}`));
+    child.once('exit', (code, signal) => {
+      if (this.stopping) return;
+      if (Date.now() - slot.startedAt > 60_000) slot.restarts = 0;
+      const delay = Math.min(1000 * 2 ** slot.restarts, 30_000);
+      slot.restarts++;
+      this.options.log(
+        `${this.label(slot)} exited (${signal ?? `code ${code}`}); restarting in ${delay / 1000} s (restart ${slot.restarts})`,
+      );
+      slot.timer = setTimeout(() => this.launch(slot), delay);
+    });
+  }
+
+  /** SIGTERM to every worker (they drain), SIGKILL to any still running after the stop timeout. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const running = this.slots.flatMap((slot) => {
+      clearTimeout(slot.timer);
+      const child = slot.child;
+      return child && child.exitCode === null && child.signalCode === null ? [child] : [];
+    });
+    await Promise.all(
+      running.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            const kill = setTimeout(() => child.kill('SIGKILL'), this.options.stopTimeoutMs ?? 10_000);
+            child.once('exit', () => {
+              clearTimeout(kill);
+              resolve();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+  }
+
+  /** Kills every worker at once; for the exit hook, when there is no time to drain. */
+  killAll(): void {
+    this.stopping = true;
+    for (const slot of this.slots) {
+      clearTimeout(slot.timer);
+      if (slot.child?.exitCode === null) slot.child.kill('SIGKILL');
+    }
+  }
+}

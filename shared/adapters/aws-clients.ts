@@ -1,0 +1,24 @@
+import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { clientConfig, required } from '../config.js';
+
+/** One client per service and process, each on the endpoint the configuration resolves. */
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= make());
+}
+
+// Queue URLs are addressed through the configured endpoint, not the host inside the URL.
+export const sqsClient = once(() => new SQSClient({ ...clientConfig('sqs'), useQueueUrlAsEndpoint: false }));
+export const sfnClient = once(() => new SFNClient(clientConfig('sfn')));
+export const s3Client = once(() => new S3Client(clientConfig('s3')));
+export const secretsClient = once(() => new SecretsManagerClient(clientConfig('secretsManager')));
+export const eventBridgeClient = once(() => new EventBridgeClient(clientConfig('eventBridge')));
+/** The `@connections` API of the WebSocket stage (`CAPSTAN_WS_ENDPOINT`, its callback URL). */
+export const connectionsClient = once(
+  () => new ApiGatewayManagementApiClient({ endpoint: required('CAPSTAN_WS_ENDPOINT') }),
+);
