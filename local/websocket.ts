@@ -76,9 +76,9 @@ export class WebSocketGateway {
         return true;
       case 'GET':
         reply(200, {
-          ConnectedAt: connection.connectedAt.toISOString(),
-          LastActiveAt: connection.lastActiveAt.toISOString(),
-          Identity: { SourceIp: connection.sourceIp, UserAgent: connection.userAgent },
+          connectedAt: connection.connectedAt.toISOString(),
+          lastActiveAt: connection.lastActiveAt.toISOString(),
+          identity: { sourceIp: connection.sourceIp, userAgent: connection.userAgent },
         });
         return true;
       case 'DELETE':

@@ -1,0 +1,224 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  DescribeExecutionCommand,
+  ExecutionAlreadyExists,
+  ListExecutionsCommand,
+  SendTaskFailureCommand,
+  SendTaskHeartbeatCommand,
+  SendTaskSuccessCommand,
+  SFNClient,
+  StartExecutionCommand,
+  StopExecutionCommand,
+  TaskDoesNotExist,
+} from '@aws-sdk/client-sfn';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LocalStepFunctions } from '../../local/stepfunctions.js';
+import {
+  DEFINITION_FUNCTIONS,
+  type DefinitionPlaceholder,
+  loadRunInterpreterDefinition,
+  substituteDefinition,
+} from '../../shared/workflow/definition.js';
+import { freePort } from '../support/local-dynamodb.js';
+
+const ARN = 'arn:aws:states:us-east-1:000000000000:stateMachine:test-run-interpreter';
+
+/** The deployed definition, with function names in place of ARNs; `patch` may shorten a timer. */
+function definition(patch?: (asl: { States: Record<string, Record<string, unknown>> }) => void): string {
+  const text = substituteDefinition(
+    loadRunInterpreterDefinition(),
+    Object.fromEntries(Object.entries(DEFINITION_FUNCTIONS).map(([k, v]) => [k, v])) as Record<
+      DefinitionPlaceholder,
+      string
+    >,
+  );
+  const asl = JSON.parse(text) as { States: Record<string, Record<string, unknown>> };
+  patch?.(asl);
+  return JSON.stringify(asl);
+}
+
+interface Invocation {
+  readonly functionName: string;
+  readonly payload: Record<string, unknown>;
+}
+
+/** A scripted planner: returns the decisions in order; waiting tasks record their payload. */
+function harness(decisions: Array<Record<string, unknown>>) {
+  const invocations: Invocation[] = [];
+  const waiting: Array<(payload: Record<string, unknown>) => void> = [];
+  const invoke = async (functionName: string, payload: unknown) => {
+    const p = payload as Record<string, unknown>;
+    invocations.push({ functionName, payload: p });
+    if (functionName === 'plan') return decisions.shift() ?? { action: 'fail' };
+    waiting.shift()?.(p);
+    return null;
+  };
+  /** Resolves with the payload of the next waiting task's invocation. */
+  const nextWait = () => new Promise<Record<string, unknown>>((resolve) => waiting.push(resolve));
+  return { invoke, invocations, nextWait };
+}
+
+const started: LocalStepFunctions[] = [];
+afterEach(async () => {
+  for (const sfn of started.splice(0)) await sfn.stop();
+});
+
+async function start(options: {
+  invoke: (name: string, payload: unknown) => Promise<unknown>;
+  text?: string;
+  dataFile?: string;
+}): Promise<{ sfn: LocalStepFunctions; client: SFNClient }> {
+  const sfn = new LocalStepFunctions({
+    port: await freePort(),
+    stateMachineArn: ARN,
+    definition: options.text ?? definition(),
+    invoke: options.invoke,
+    dataFile: options.dataFile,
+  });
+  await sfn.start();
+  started.push(sfn);
+  const client = new SFNClient({
+    endpoint: sfn.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  });
+  return { sfn, client };
+}
+
+async function waitForStatus(client: SFNClient, executionArn: string, status: string) {
+  for (let i = 0; i < 200; i++) {
+    const described = await client.send(new DescribeExecutionCommand({ executionArn }));
+    if (described.status === status) return described;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`execution did not reach ${status}`);
+}
+
+describe('local Step Functions endpoint, running the deployed definition', () => {
+  it('passes a real task token to Dispatch and resumes on SendTaskSuccess', async () => {
+    const h = harness([{ action: 'dispatch', stepId: 'a' }, { action: 'succeed' }]);
+    const { client } = await start({ invoke: h.invoke });
+    const dispatched = h.nextWait();
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({
+        stateMachineArn: ARN,
+        name: 'run-1',
+        input: JSON.stringify({ runId: 'r1', tenantId: 't' }),
+      }),
+    );
+    const payload = await dispatched;
+    expect(payload).toMatchObject({ runId: 'r1', tenantId: 't', decision: { action: 'dispatch', stepId: 'a' } });
+    expect(typeof payload.taskToken).toBe('string');
+    expect(String(payload.taskToken).length).toBeGreaterThan(40);
+    // The planner saw the execution name from the context object.
+    expect(h.invocations[0]?.payload.executionName).toBe('run-1');
+
+    await client.send(new SendTaskHeartbeatCommand({ taskToken: String(payload.taskToken) }));
+    await client.send(new SendTaskSuccessCommand({ taskToken: String(payload.taskToken), output: '{"done":1}' }));
+    const done = await waitForStatus(client, executionArn!, 'SUCCEEDED');
+    expect(JSON.parse(done.output ?? '{}')).toMatchObject({ runId: 'r1', dispatched: { done: 1 } });
+    expect(h.invocations.map((i) => i.functionName)).toEqual(['plan', 'dispatch', 'plan']);
+    // A used token is gone.
+    await expect(
+      client.send(new SendTaskSuccessCommand({ taskToken: String(payload.taskToken), output: '{}' })),
+    ).rejects.toBeInstanceOf(TaskDoesNotExist);
+  });
+
+  it('routes SendTaskFailure through Catch back to Plan with the error', async () => {
+    const h = harness([{ action: 'dispatch' }, { action: 'fail' }]);
+    const { client } = await start({ invoke: h.invoke });
+    const dispatched = h.nextWait();
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({ stateMachineArn: ARN, input: JSON.stringify({ runId: 'r2', tenantId: 't' }) }),
+    );
+    const payload = await dispatched;
+    await client.send(
+      new SendTaskFailureCommand({
+        taskToken: String(payload.taskToken),
+        error: 'Capstan.StepFailed',
+        cause: 'exit 1',
+      }),
+    );
+    const failed = await waitForStatus(client, executionArn!, 'FAILED');
+    expect(failed.error).toBe('Capstan.RunFailed');
+    expect(h.invocations.map((i) => i.functionName)).toEqual(['plan', 'dispatch', 'plan']);
+  });
+
+  it('fails a waiting task whose heartbeat lapses with States.HeartbeatTimeout, caught back to Plan', async () => {
+    const errors: unknown[] = [];
+    let plans = 0;
+    const text = definition((asl) => {
+      asl.States.Dispatch!.HeartbeatSeconds = 1;
+      // The planner reads the stored run; here it also gets the caught error to prove the shape.
+      (asl.States.Plan!.Parameters as { Payload: Record<string, string> }).Payload['waitError.$'] = '$.waitError';
+    });
+    const { client } = await start({
+      text,
+      invoke: async (name, payload) => {
+        if (name !== 'plan') return null;
+        plans++;
+        if (plans === 1) return { action: 'dispatch' };
+        errors.push((payload as { waitError?: unknown }).waitError);
+        return { action: 'fail' };
+      },
+    });
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({
+        stateMachineArn: ARN,
+        input: JSON.stringify({ runId: 'r4', tenantId: 't', waitError: null }),
+      }),
+    );
+    await waitForStatus(client, executionArn!, 'FAILED');
+    expect(errors).toEqual([{ Error: 'States.HeartbeatTimeout', Cause: expect.stringContaining('heartbeat') }]);
+  });
+
+  it('stops an execution with StopExecution and refuses a reused name with other input', async () => {
+    const h = harness([{ action: 'dispatch' }]);
+    const { client } = await start({ invoke: h.invoke });
+    const dispatched = h.nextWait();
+    const input = JSON.stringify({ runId: 'r5', tenantId: 't' });
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({ stateMachineArn: ARN, name: 'run-5', input }),
+    );
+    const payload = await dispatched;
+    // The same name and input while running is idempotent.
+    const again = await client.send(new StartExecutionCommand({ stateMachineArn: ARN, name: 'run-5', input }));
+    expect(again.executionArn).toBe(executionArn);
+    await expect(
+      client.send(new StartExecutionCommand({ stateMachineArn: ARN, name: 'run-5', input: '{"runId":"other"}' })),
+    ).rejects.toBeInstanceOf(ExecutionAlreadyExists);
+
+    await client.send(new StopExecutionCommand({ executionArn, error: 'Capstan.Cancelled', cause: 'test' }));
+    const stopped = await client.send(new DescribeExecutionCommand({ executionArn }));
+    expect(stopped).toMatchObject({ status: 'ABORTED', error: 'Capstan.Cancelled' });
+    expect(stopped.stopDate).toBeInstanceOf(Date);
+    await expect(
+      client.send(new SendTaskSuccessCommand({ taskToken: String(payload.taskToken), output: '{}' })),
+    ).rejects.toBeInstanceOf(TaskDoesNotExist);
+  });
+
+  it('resumes a running execution after a restart, from the top of the definition', async () => {
+    const dataFile = join(mkdtempSync(join(tmpdir(), 'capstan-sfn-')), 'executions.json');
+    const first = harness([{ action: 'dispatch' }]);
+    const one = await start({ invoke: first.invoke, dataFile });
+    const dispatched = first.nextWait();
+    const { executionArn } = await one.client.send(
+      new StartExecutionCommand({
+        stateMachineArn: ARN,
+        name: 'run-6',
+        input: JSON.stringify({ runId: 'r6', tenantId: 't' }),
+      }),
+    );
+    await dispatched;
+    await one.sfn.stop();
+
+    const second = harness([{ action: 'succeed' }]);
+    const two = await start({ invoke: second.invoke, dataFile });
+    const done = await waitForStatus(two.client, executionArn!, 'SUCCEEDED');
+    expect(JSON.parse(done.input ?? '{}')).toEqual({ runId: 'r6', tenantId: 't' });
+    expect(second.invocations.map((i) => i.functionName)).toEqual(['plan']);
+    expect(two.sfn.counters.stateTransitions).toBeGreaterThanOrEqual(3);
+  });
+});
