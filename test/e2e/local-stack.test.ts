@@ -52,7 +52,20 @@ describe('npm start', () => {
   it('answers the health check with the status of each component', async () => {
     const response = await fetch(`http://127.0.0.1:${port}/v1/health`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: 'ok', components: { stateTable: { status: 'ok' } } });
+    const body = (await response.json()) as { status: string; components: Record<string, { status: string }> };
+    expect(body.status).toBe('ok');
+    expect(Object.keys(body.components).sort()).toEqual([
+      'connections',
+      'eventLog',
+      'evidenceBucket',
+      'queue:dev-flex',
+      'queue:prod-critical',
+      'queue:prod-standard',
+      'queue:staging-standard',
+      'stateMachine',
+      'stateTable',
+    ]);
+    for (const component of Object.values(body.components)) expect(component.status).toBe('ok');
   });
 
   it('writes local.json with working development tokens', async () => {

@@ -14,7 +14,6 @@ let dynamo: TestDynamo;
 let create: Handler;
 let list: Handler;
 let get: Handler;
-let health: Handler;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
@@ -22,7 +21,6 @@ beforeAll(async () => {
   create = (await import('../../functions/api/create-runbook.js')).handler as unknown as Handler;
   list = (await import('../../functions/api/list-runbooks.js')).handler as unknown as Handler;
   get = (await import('../../functions/api/get-runbook.js')).handler as unknown as Handler;
-  health = (await import('../../functions/api/health.js')).handler as unknown as Handler;
 });
 
 afterAll(async () => {
@@ -54,14 +52,6 @@ const yaml = (body: string, principal: Principal = operator) =>
 describe('the runbooks API on DynamoDB Local', () => {
   const restart = readFileSync(join(EXAMPLES, 'restart-web.yaml'), 'utf8');
 
-  it('answers the health check with every component ok', async () => {
-    const response = await call(health, proxyEvent({ method: 'GET', path: '/v1/health' }));
-    expect(response.status).toBe(200);
-    expect(response.body).toMatchObject({
-      status: 'ok',
-      components: { stateTable: { status: 'ok' }, eventLog: { status: 'ok' } },
-    });
-  });
 
   it('registers a YAML runbook as version 1 and gives the same version for the same content', async () => {
     const first = await call(create, yaml(restart));

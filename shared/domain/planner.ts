@@ -1,0 +1,174 @@
+import { z } from 'zod';
+import { sha256Hex } from './canonical.js';
+import { durationMs } from './duration.js';
+import type { ErrorInfo, Run, StepExecution } from './entities.js';
+import { allSteps, type Runbook, type Step } from './runbook.js';
+
+/** What the run interpreter does next; the Route choice state switches on `action`. */
+export const planDecisionSchema = z.discriminatedUnion('action', [
+  z.strictObject({
+    action: z.literal('dispatch'),
+    stepId: z.string(),
+    kind: z.enum(['step', 'rollback']),
+    attempt: z.number().int().positive(),
+  }),
+  z.strictObject({
+    action: z.literal('wait'),
+    stepId: z.string(),
+    waitSeconds: z.number().int().min(1),
+    reason: z.string(),
+  }),
+  z.strictObject({ action: z.literal('succeed') }),
+  z.strictObject({
+    action: z.literal('fail'),
+    error: z.strictObject({ code: z.string(), message: z.string() }),
+    rolledBack: z.array(z.string()),
+  }),
+  z.strictObject({ action: z.literal('cancelled') }),
+]);
+export type PlanDecision = z.infer<typeof planDecisionSchema>;
+
+/** How a step stands, derived from its step executions. */
+export type StepState =
+  | { readonly kind: 'not_started' }
+  | { readonly kind: 'in_flight'; readonly attempt: number }
+  | { readonly kind: 'succeeded'; readonly attempt: number }
+  | { readonly kind: 'retry'; readonly attempt: number; readonly after: Date; readonly error?: ErrorInfo }
+  | { readonly kind: 'failed'; readonly attempt: number; readonly error?: ErrorInfo };
+
+export interface PlanInput {
+  readonly runbook: Runbook;
+  readonly run: Pick<Run, 'runId' | 'status' | 'cancelRequested' | 'startedAt' | 'createdAt'> & {
+    readonly rollbackRequested?: boolean;
+  };
+  readonly executions: readonly Pick<
+    StepExecution,
+    'stepId' | 'kind' | 'attempt' | 'status' | 'endedAt' | 'error' | 'targetId'
+  >[];
+  readonly now: Date;
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'expired']);
+/** Retry back-off: exponential from 1 s, capped at 5 minutes, with full jitter. */
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_CAP_MS = 300_000;
+
+/**
+ * The delay before attempt `attempt + 1`: full jitter over an exponential ceiling. The jitter is
+ * derived from the run, step and attempt, so planning the same state twice decides the same.
+ */
+export function retryDelayMs(runId: string, stepId: string, attempt: number): number {
+  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
+  const fraction = Number.parseInt(sha256Hex(`${runId}/${stepId}/${attempt}`).slice(0, 8), 16) / 0xffffffff;
+  return Math.max(1000, Math.round(ceiling * fraction));
+}
+
+/** The state of one step (or its rollback) from the executions recorded for it. */
+export function stepState(
+  runId: string,
+  step: Pick<Step, 'id' | 'retries'>,
+  kind: 'step' | 'rollback',
+  executions: PlanInput['executions'],
+): StepState {
+  const mine = executions.filter((e) => e.stepId === step.id && e.kind === kind);
+  if (mine.length === 0) return { kind: 'not_started' };
+  const attempt = Math.max(...mine.map((e) => e.attempt));
+  const latest = mine.filter((e) => e.attempt === attempt);
+  if (latest.some((e) => !TERMINAL.has(e.status))) return { kind: 'in_flight', attempt };
+  if (latest.every((e) => e.status === 'succeeded')) return { kind: 'succeeded', attempt };
+  const failure = latest.find((e) => e.status !== 'succeeded');
+  const error = failure?.error;
+  const retries = kind === 'step' ? step.retries : 0;
+  if (attempt <= retries && error?.retryable !== false && failure?.status !== 'cancelled') {
+    const ended = Math.max(...latest.map((e) => (e.endedAt ? Date.parse(e.endedAt) : 0)));
+    return { kind: 'retry', attempt, after: new Date(ended + retryDelayMs(runId, step.id, attempt)), error };
+  }
+  return { kind: 'failed', attempt, error };
+}
+
+/** Whether a step whose turn has come should run, given its condition and whether anything failed. */
+function conditionHolds(step: Step, anyFailed: boolean): boolean {
+  if (step.condition === 'always') return true;
+  return step.condition === 'on_failure' ? anyFailed : !anyFailed;
+}
+
+/** Moves a step that is due (not started, or waiting for a retry) towards its next attempt. */
+function advance(runId: string, step: Step, state: StepState, kind: 'step' | 'rollback', now: Date): PlanDecision {
+  if (state.kind === 'in_flight') return { action: 'dispatch', stepId: step.id, kind, attempt: state.attempt };
+  if (state.kind === 'retry') {
+    const waitMs = state.after.getTime() - now.getTime();
+    if (waitMs > 0)
+      return {
+        action: 'wait',
+        stepId: step.id,
+        waitSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
+        reason: `attempt ${state.attempt} failed${state.error ? `: ${state.error.message}` : ''}; retrying`,
+      };
+    return { action: 'dispatch', stepId: step.id, kind, attempt: state.attempt + 1 };
+  }
+  return { action: 'dispatch', stepId: step.id, kind, attempt: 1 };
+}
+
+/**
+ * The run interpreter's brain: from the stored run, its runbook and its step executions, the next
+ * action. Steps run in order; a step's condition decides whether it runs after a failure; under
+ * fail-fast the first failure stops the forward path and the rollbacks of the steps that succeeded
+ * run in reverse order; cancel and the run timeout end the run once nothing is in flight.
+ */
+export function plan(input: PlanInput): PlanDecision {
+  const { runbook, run, executions, now } = input;
+  const steps = allSteps(runbook).map((s) => s.step);
+  const states = new Map(steps.map((s) => [s.id, stepState(run.runId, s, 'step', executions)]));
+  const inFlight = steps.find((s) => states.get(s.id)?.kind === 'in_flight');
+  // Something is still running: wait for it whatever else is asked (cancel lets it finish).
+  if (inFlight) return advance(run.runId, inFlight, states.get(inFlight.id)!, 'step', now);
+  const rollbackInFlight = steps.find((s) => stepState(run.runId, s, 'rollback', executions).kind === 'in_flight');
+  if (rollbackInFlight)
+    return advance(
+      run.runId,
+      rollbackInFlight,
+      stepState(run.runId, rollbackInFlight, 'rollback', executions),
+      'rollback',
+      now,
+    );
+
+  if (run.cancelRequested) return { action: 'cancelled' };
+
+  const started = Date.parse(run.startedAt ?? run.createdAt);
+  const timedOut = now.getTime() - started > durationMs(runbook.timeout);
+
+  let firstFailure: { step: Step; error?: ErrorInfo } | undefined;
+  if (!run.rollbackRequested && !timedOut) {
+    for (const step of steps) {
+      const state = states.get(step.id)!;
+      if (state.kind === 'succeeded') continue;
+      if (state.kind === 'failed') {
+        firstFailure ??= { step, error: state.error };
+        continue;
+      }
+      if (firstFailure && runbook.strategy === 'fail-fast') break;
+      if (state.kind === 'not_started' && !conditionHolds(step, firstFailure !== undefined)) continue;
+      return advance(run.runId, step, state, 'step', now);
+    }
+    if (!firstFailure) return { action: 'succeed' };
+    if (runbook.strategy === 'continue')
+      return { action: 'fail', error: failureError(firstFailure.step, firstFailure.error), rolledBack: [] };
+  }
+
+  // Roll back what succeeded, newest first: fail-fast after a failure, on request, or on timeout.
+  const toRollBack = steps.filter((s) => s.rollback && states.get(s.id)?.kind === 'succeeded').reverse();
+  for (const step of toRollBack) {
+    const state = stepState(run.runId, step, 'rollback', executions);
+    if (state.kind === 'not_started') return advance(run.runId, step, state, 'rollback', now);
+  }
+  const error = run.rollbackRequested
+    ? { code: 'ROLLED_BACK', message: 'rolled back on request' }
+    : timedOut && !firstFailure
+      ? { code: 'RUN_TIMEOUT', message: `the run exceeded its timeout of ${runbook.timeout}` }
+      : failureError(firstFailure!.step, firstFailure!.error);
+  return { action: 'fail', error, rolledBack: toRollBack.map((s) => s.id) };
+}
+
+function failureError(step: Step, error: ErrorInfo | undefined): { code: string; message: string } {
+  return { code: 'STEP_FAILED', message: `step '${step.id}' failed${error ? `: ${error.message}` : ''}` };
+}
