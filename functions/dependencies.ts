@@ -1,10 +1,36 @@
 import { systemClock } from '../shared/app/ports.js';
+import { sfnClient, sqsClient } from '../shared/adapters/aws-clients.js';
 import { documentClient } from '../shared/adapters/dynamodb/client.js';
 import { makeDynamoRunbookStore } from '../shared/adapters/dynamodb/runbook-store.js';
-import { config } from '../shared/config.js';
+import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
+import { makeSfnCallbacks, makeSfnRunStarter } from '../shared/adapters/sfn.js';
+import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
+import { config, required } from '../shared/config.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
   runbooks: makeDynamoRunbookStore(documentClient, config().CAPSTAN_STATE_TABLE),
   clock: systemClock,
 };
+
+let runStore: ReturnType<typeof makeRunStore> | undefined;
+const runs = () =>
+  (runStore ??= makeRunStore(documentClient, {
+    state: config().CAPSTAN_STATE_TABLE,
+    events: config().CAPSTAN_EVENTS_TABLE,
+  }));
+
+/** For the run routes: also starts interpreter executions. */
+export const runDeps = () => ({
+  ...runbookDeps,
+  runs: runs(),
+  starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
+});
+
+/** For the interpreter's tasks: also sends commands and resumes tasks. */
+export const interpreterDeps = () => ({
+  ...runbookDeps,
+  runs: runs(),
+  queue: makeSqsCommandQueue(sqsClient(), config().CAPSTAN_PREFIX),
+  callbacks: makeSfnCallbacks(sfnClient()),
+});

@@ -128,9 +128,19 @@ export class StreamMapping {
   /** Reads one batch from a shard and delivers it; true when there was something to deliver. */
   private async poll(streamArn: string, shardId: string, reader: ShardReader): Promise<boolean> {
     if (reader.closed || !reader.iterator) return false;
-    const { Records = [], NextShardIterator } = await this.streams.send(
-      new GetRecordsCommand({ ShardIterator: reader.iterator, Limit: this.options.batchSize ?? 100 }),
-    );
+    let page;
+    try {
+      page = await this.streams.send(
+        new GetRecordsCommand({ ShardIterator: reader.iterator, Limit: this.options.batchSize ?? 100 }),
+      );
+    } catch (error) {
+      const name = (error as Error).name;
+      if (name !== 'ExpiredIteratorException' && name !== 'TrimmedDataAccessException') throw error;
+      // The iterator went stale: start again from the checkpoint.
+      reader.iterator = await this.iterator(streamArn, shardId);
+      return false;
+    }
+    const { Records = [], NextShardIterator } = page;
     if (Records.length > 0) await this.deliver(streamArn, Records);
     reader.iterator = NextShardIterator;
     if (!NextShardIterator) reader.closed = true;

@@ -1,3 +1,17 @@
-export const handler = async (): Promise<void> => {
-  throw new Error('not implemented');
+import { Logger } from '@aws-lambda-powertools/logger';
+import { z } from 'zod';
+import { makePlanNext } from '../../shared/app/interpreter.js';
+import type { PlanDecision } from '../../shared/domain/planner.js';
+import { interpreterDeps } from '../dependencies.js';
+
+const logger = new Logger({ serviceName: 'capstan-plan' });
+const planNext = makePlanNext(interpreterDeps());
+const inputSchema = z.object({ runId: z.string().min(1), tenantId: z.string().min(1) });
+
+/** The interpreter's Plan task: the next action for the run, as the Route state reads it. */
+export const handler = async (event: unknown): Promise<PlanDecision> => {
+  const { runId } = inputSchema.parse(event);
+  const decision = await planNext(runId);
+  logger.info('planned', { runId, decision });
+  return decision;
 };

@@ -27,4 +27,10 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'POST', path: '/v1/runbooks', handler: 'create-runbook', authorized: true, roles: OPERATE },
   { method: 'GET', path: '/v1/runbooks', handler: 'list-runbooks', authorized: true, roles: ANY_ROLE },
   { method: 'GET', path: '/v1/runbooks/{id}', handler: 'get-runbook', authorized: true, roles: ANY_ROLE },
+  { method: 'POST', path: '/v1/runs', handler: 'create-run', authorized: true, roles: OPERATE },
+  { method: 'GET', path: '/v1/runs', handler: 'list-runs', authorized: true, roles: ANY_ROLE },
+  { method: 'GET', path: '/v1/runs/{id}', handler: 'get-run', authorized: true, roles: ANY_ROLE },
+  { method: 'GET', path: '/v1/runs/{id}/events', handler: 'get-run-events', authorized: true, roles: ANY_ROLE },
+  { method: 'POST', path: '/v1/runs/{id}/cancel', handler: 'cancel-run', authorized: true, roles: OPERATE },
+  { method: 'POST', path: '/v1/runs/{id}/rollback', handler: 'rollback-run', authorized: true, roles: OPERATE },
 ];

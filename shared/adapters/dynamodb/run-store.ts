@@ -1,0 +1,532 @@
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import type { Page } from '../../app/ports.js';
+import { type Run, runSchema, type StepExecution, stepExecutionSchema } from '../../domain/entities.js';
+import { ConflictError } from '../../domain/errors.js';
+import {
+  type ChainHead,
+  chainEvents,
+  EMPTY_CHAIN,
+  type EventDraft,
+  type RunEvent,
+  runEventSchema,
+} from '../../domain/events.js';
+import type { RunStatus } from '../../domain/statuses.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+export const runKey = (runId: string) => `RUN#${runId}`;
+const executionSk = (executionId: string) => `SE#${executionId}`;
+export const aggregateSk = (kind: string, stepId: string, attempt: number) =>
+  `AGG#${kind}#${stepId}#${String(attempt).padStart(4, '0')}`;
+const idempotencyKey = (tenantId: string, key: string) => `TENANT#${tenantId}#IDEMP#${key}`;
+const receiptKey = (key: string) => `RECEIPT#${key}`;
+const runsListKey = (tenantId: string) => `TENANT#${tenantId}#RUNS`;
+
+/** A run as stored: the entity, its chain head, and what the interpreter keeps beside it. */
+export interface RunRecord {
+  readonly run: Run;
+  readonly head: ChainHead;
+  readonly rollbackRequested: boolean;
+  readonly executionArn?: string;
+}
+
+const runItemSchema = z.object({
+  run: runSchema,
+  chainSeq: z.number().int().min(0),
+  chainHash: z.string(),
+  rollbackRequested: z.boolean().default(false),
+  executionArn: z.string().optional(),
+});
+
+export const aggregateSchema = z.object({
+  kind: z.enum(['step', 'rollback']),
+  stepId: z.string(),
+  attempt: z.number().int(),
+  total: z.number().int(),
+  done: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  completed: z.boolean(),
+  taskToken: z.string(),
+});
+export type Aggregate = z.infer<typeof aggregateSchema>;
+
+export const receiptSchema = z.object({
+  key: z.string(),
+  executionId: z.string(),
+  outcome: z.enum(['succeeded', 'failed', 'timed_out']),
+  output: z.record(z.string(), z.json()).optional(),
+  recordedAt: z.string(),
+});
+export type Receipt = z.infer<typeof receiptSchema>;
+
+/** A change to a run: its events, the run's new fields, and other items written in the same transaction. */
+export interface RunChange {
+  readonly events: readonly EventDraft[];
+  /** New values for run fields (the run entity is stored whole, so this is merged and re-validated). */
+  readonly run?: Partial<Run>;
+  readonly rollbackRequested?: boolean;
+  readonly executionArn?: string;
+  /** Further writes, each with its own condition; any failing condition aborts the whole change. */
+  readonly writes?: readonly TransactItem[];
+}
+
+/** Thrown when a write's own condition failed (not the chain head): the change no longer applies. */
+export class StaleWriteError extends Error {
+  constructor(readonly reasons: readonly string[]) {
+    super(`a conditional write failed: ${reasons.join(', ')}`);
+    this.name = 'StaleWriteError';
+  }
+}
+
+/**
+ * Runs, step executions, aggregates, receipts and the event log. Every change to a run appends its
+ * events in the same transaction, guarded by the run's chain head, so the log has no gap, no
+ * duplicate seq and no event without its state (or state without its event).
+ */
+export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: string; events: string }) {
+  const { state, events: eventsTable } = tables;
+
+  async function load(runId: string): Promise<RunRecord | undefined> {
+    const { Item } = await client.send(
+      new GetCommand({ TableName: state, Key: { pk: runKey(runId), sk: 'META' }, ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    const item = runItemSchema.parse(Item);
+    return {
+      run: item.run,
+      head: { seq: item.chainSeq, hash: item.chainHash },
+      rollbackRequested: item.rollbackRequested,
+      executionArn: item.executionArn,
+    };
+  }
+
+  function eventPuts(list: readonly RunEvent[]): TransactItem[] {
+    return list.map((event) => ({
+      Put: { TableName: eventsTable, Item: event, ConditionExpression: 'attribute_not_exists(seq)' },
+    }));
+  }
+
+  /**
+   * Applies `decide` to the current run and commits what it returns; when another writer moved
+   * the chain first, reads again and decides again. `decide` returning undefined means nothing to do.
+   */
+  async function mutate(
+    runId: string,
+    decide: (record: RunRecord) => RunChange | undefined,
+    attempts = 20,
+  ): Promise<{ record: RunRecord; events: RunEvent[] } | undefined> {
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const record = await load(runId);
+      if (!record) return undefined;
+      const change = decide(record);
+      if (!change) return undefined;
+      const { events: chained, head } = chainEvents(record.head, record.run, change.events);
+      const run = runSchema.parse({ ...record.run, ...change.run });
+      const items: TransactItem[] = [
+        {
+          Update: {
+            TableName: state,
+            Key: { pk: runKey(runId), sk: 'META' },
+            UpdateExpression:
+              'SET #run = :run, chainSeq = :seq, chainHash = :hash, rollbackRequested = :rb' +
+              (change.executionArn ? ', executionArn = :arn' : ''),
+            ConditionExpression: 'chainSeq = :expected',
+            ExpressionAttributeNames: { '#run': 'run' },
+            ExpressionAttributeValues: {
+              ':run': run,
+              ':seq': head.seq,
+              ':hash': head.hash,
+              ':rb': change.rollbackRequested ?? record.rollbackRequested,
+              ':expected': record.head.seq,
+              ...(change.executionArn ? { ':arn': change.executionArn } : {}),
+            },
+          },
+        },
+        ...eventPuts(chained),
+        ...(change.writes ?? []),
+      ];
+      try {
+        await client.send(new TransactWriteCommand({ TransactItems: items }));
+        return { record: { ...record, run, head }, events: chained };
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledException)) throw error;
+        const codes = (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+        // The chain head moved (another writer appended first): decide again on fresh state.
+        const headMoved = codes[0] === 'ConditionalCheckFailed' || codes.includes('TransactionConflict');
+        if (!headMoved) {
+          if (codes.includes('ConditionalCheckFailed')) throw new StaleWriteError(codes);
+          throw error;
+        }
+        await new Promise((r) => setTimeout(r, Math.random() * 20 * (attempt + 1)));
+      }
+    }
+    throw new ConflictError(`the run ${runId} is changing too fast; try again`);
+  }
+
+  return {
+    load,
+    mutate,
+
+    /**
+     * Stores a new run with its first event and its idempotency record. Resolves the run id that
+     * holds the key: this run's, or the one an earlier request with the same key created.
+     */
+    async create(
+      run: Run,
+      firstEvents: readonly EventDraft[],
+      idempotency: { key: string; requestHash: string } | undefined,
+    ): Promise<{ created: true } | { created: false; runId: string; requestHash: string }> {
+      const { events: chained, head } = chainEvents(EMPTY_CHAIN, run, firstEvents);
+      const items: TransactItem[] = [
+        {
+          Put: {
+            TableName: state,
+            Item: {
+              pk: runKey(run.runId),
+              sk: 'META',
+              gsi1pk: runsListKey(run.tenantId),
+              gsi1sk: `${run.createdAt}#${run.runId}`,
+              run,
+              chainSeq: head.seq,
+              chainHash: head.hash,
+              rollbackRequested: false,
+            },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+        ...eventPuts(chained),
+      ];
+      if (idempotency)
+        items.push({
+          Put: {
+            TableName: state,
+            Item: {
+              pk: idempotencyKey(run.tenantId, idempotency.key),
+              sk: 'META',
+              runId: run.runId,
+              requestHash: idempotency.requestHash,
+              // Keys are remembered for a day, like most idempotency windows.
+              expiresAt: Math.floor(Date.parse(run.createdAt) / 1000) + 86_400,
+            },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        });
+      try {
+        await client.send(new TransactWriteCommand({ TransactItems: items }));
+        return { created: true };
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledException) || !idempotency) throw error;
+        const { Item } = await client.send(
+          new GetCommand({
+            TableName: state,
+            Key: { pk: idempotencyKey(run.tenantId, idempotency.key), sk: 'META' },
+            ConsistentRead: true,
+          }),
+        );
+        if (!Item) throw error;
+        const held = z.object({ runId: z.string(), requestHash: z.string() }).parse(Item);
+        return { created: false, ...held };
+      }
+    },
+
+    async list(tenantId: string, options: { status?: RunStatus; limit: number; cursor?: string }): Promise<Page<Run>> {
+      const items: Run[] = [];
+      let startKey = decodeCursor(options.cursor);
+      // A status filter may leave a page short; keep reading until it is full or the index ends.
+      do {
+        const page = await client.send(
+          new QueryCommand({
+            TableName: state,
+            IndexName: 'gsi1',
+            KeyConditionExpression: 'gsi1pk = :pk',
+            ExpressionAttributeValues: {
+              ':pk': runsListKey(tenantId),
+              ...(options.status ? { ':status': options.status } : {}),
+            },
+            ...(options.status
+              ? {
+                  FilterExpression: '#run.#status = :status',
+                  ExpressionAttributeNames: { '#run': 'run', '#status': 'status' },
+                }
+              : {}),
+            ScanIndexForward: false,
+            Limit: options.limit - items.length,
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        for (const item of page.Items ?? []) items.push(runItemSchema.parse(item).run);
+        startKey = page.LastEvaluatedKey as typeof startKey;
+      } while (startKey && items.length < options.limit);
+      return { items, nextCursor: encodeCursor(startKey) };
+    },
+
+    async executions(runId: string): Promise<StepExecution[]> {
+      const found: StepExecution[] = [];
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await client.send(
+          new QueryCommand({
+            TableName: state,
+            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :se)',
+            ExpressionAttributeValues: { ':pk': runKey(runId), ':se': 'SE#' },
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        for (const item of page.Items ?? []) found.push(stepExecutionSchema.parse(item.se));
+        startKey = page.LastEvaluatedKey;
+      } while (startKey);
+      return found;
+    },
+
+    async execution(runId: string, executionId: string): Promise<StepExecution | undefined> {
+      const { Item } = await client.send(
+        new GetCommand({
+          TableName: state,
+          Key: { pk: runKey(runId), sk: executionSk(executionId) },
+          ConsistentRead: true,
+        }),
+      );
+      return Item ? stepExecutionSchema.parse(Item.se) : undefined;
+    },
+
+    /** A Put of a new step execution (fails the change if it exists). */
+    putExecution(execution: StepExecution): TransactItem {
+      return {
+        Put: {
+          TableName: state,
+          Item: {
+            pk: runKey(execution.runId),
+            sk: executionSk(execution.executionId),
+            se: execution,
+            status: execution.status,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      };
+    },
+
+    /** Replaces an execution, provided it is still in `from` (and, when given, leased by `owner`). */
+    updateExecution(execution: StepExecution, from: readonly string[], owner?: string): TransactItem {
+      const values: Record<string, unknown> = { ':e': execution, ':s': execution.status };
+      from.forEach((status, i) => (values[`:f${i}`] = status));
+      if (owner) values[':owner'] = owner;
+      return {
+        Update: {
+          TableName: state,
+          Key: { pk: runKey(execution.runId), sk: executionSk(execution.executionId) },
+          UpdateExpression: 'SET se = :e, #status = :s',
+          ConditionExpression:
+            `#status IN (${from.map((_, i) => `:f${i}`).join(', ')})` + (owner ? ' AND se.leaseOwner = :owner' : ''),
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: values,
+        },
+      };
+    },
+
+    /**
+     * Takes the lease of an execution: only when pending, or when the previous holder's lease has
+     * expired. Resolves the leased execution, or undefined when someone else holds it or it ended.
+     */
+    async acquireLease(
+      runId: string,
+      executionId: string,
+      owner: string,
+      now: Date,
+      leaseMs: number,
+    ): Promise<StepExecution | undefined> {
+      const current = await this.execution(runId, executionId);
+      if (!current) return undefined;
+      const expired = current.leaseExpiresAt !== undefined && Date.parse(current.leaseExpiresAt) < now.getTime();
+      if (!(current.status === 'pending' || ((current.status === 'leased' || current.status === 'running') && expired)))
+        return undefined;
+      const leased: StepExecution = {
+        ...current,
+        status: 'leased',
+        leaseOwner: owner,
+        leaseExpiresAt: new Date(now.getTime() + leaseMs).toISOString(),
+      };
+      try {
+        await client.send(
+          new UpdateCommand({
+            TableName: state,
+            Key: { pk: runKey(runId), sk: executionSk(executionId) },
+            UpdateExpression: 'SET se = :e, #status = :s',
+            ConditionExpression: '#status = :was AND (attribute_not_exists(se.leaseOwner) OR se.leaseOwner = :prev)',
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: {
+              ':e': leased,
+              ':s': 'leased',
+              ':was': current.status,
+              ':prev': current.leaseOwner ?? '',
+            },
+          }),
+        );
+        return leased;
+      } catch (error) {
+        if ((error as Error).name === 'ConditionalCheckFailedException') return undefined;
+        throw error;
+      }
+    },
+
+    /** Extends a lease the caller holds; false when it no longer holds it. */
+    async renewLease(runId: string, executionId: string, owner: string, until: Date): Promise<boolean> {
+      try {
+        await client.send(
+          new UpdateCommand({
+            TableName: state,
+            Key: { pk: runKey(runId), sk: executionSk(executionId) },
+            UpdateExpression: 'SET se.leaseExpiresAt = :until',
+            ConditionExpression: 'se.leaseOwner = :owner AND #status IN (:leased, :running)',
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: {
+              ':until': until.toISOString(),
+              ':owner': owner,
+              ':leased': 'leased',
+              ':running': 'running',
+            },
+          }),
+        );
+        return true;
+      } catch (error) {
+        if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+        throw error;
+      }
+    },
+
+    async aggregate(runId: string, kind: string, stepId: string, attempt: number): Promise<Aggregate | undefined> {
+      const { Item } = await client.send(
+        new GetCommand({
+          TableName: state,
+          Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
+          ConsistentRead: true,
+        }),
+      );
+      return Item ? aggregateSchema.parse(Item) : undefined;
+    },
+
+    putAggregate(runId: string, aggregate: Aggregate): TransactItem {
+      return {
+        Put: {
+          TableName: state,
+          Item: {
+            pk: runKey(runId),
+            sk: aggregateSk(aggregate.kind, aggregate.stepId, aggregate.attempt),
+            ...aggregate,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      };
+    },
+
+    /** Gives an aggregate the token of the task now waiting for it (after a re-dispatch). */
+    async setAggregateToken(runId: string, kind: string, stepId: string, attempt: number, taskToken: string) {
+      await client.send(
+        new UpdateCommand({
+          TableName: state,
+          Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
+          UpdateExpression: 'SET taskToken = :t',
+          ExpressionAttributeValues: { ':t': taskToken },
+        }),
+      );
+    },
+
+    /** Counts one target's result into its step's aggregate, in the same transaction as the result. */
+    countResult(runId: string, kind: string, stepId: string, attempt: number, succeeded: boolean): TransactItem {
+      return {
+        Update: {
+          TableName: state,
+          Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
+          UpdateExpression: 'ADD #done :one, #outcome :one',
+          ConditionExpression: 'attribute_exists(pk) AND #done < #total',
+          ExpressionAttributeNames: {
+            '#done': 'done',
+            '#total': 'total',
+            '#outcome': succeeded ? 'succeeded' : 'failed',
+          },
+          ExpressionAttributeValues: { ':one': 1 },
+        },
+      };
+    },
+
+    /**
+     * Marks an aggregate complete if every target is done and nobody marked it first. Exactly one
+     * caller gets the aggregate back, with the task token to resume.
+     */
+    async claimCompletion(
+      runId: string,
+      kind: string,
+      stepId: string,
+      attempt: number,
+    ): Promise<Aggregate | undefined> {
+      try {
+        const { Attributes } = await client.send(
+          new UpdateCommand({
+            TableName: state,
+            Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
+            UpdateExpression: 'SET #completed = :true',
+            ConditionExpression: '#completed = :false AND #done = #total',
+            ExpressionAttributeNames: { '#completed': 'completed', '#done': 'done', '#total': 'total' },
+            ExpressionAttributeValues: { ':true': true, ':false': false },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return aggregateSchema.parse(Attributes);
+      } catch (error) {
+        if ((error as Error).name === 'ConditionalCheckFailedException') return undefined;
+        throw error;
+      }
+    },
+
+    async receipt(key: string): Promise<Receipt | undefined> {
+      const { Item } = await client.send(
+        new GetCommand({ TableName: state, Key: { pk: receiptKey(key), sk: 'META' }, ConsistentRead: true }),
+      );
+      return Item ? receiptSchema.parse(Item.receipt) : undefined;
+    },
+
+    putReceipt(receipt: Receipt): TransactItem {
+      return {
+        Put: {
+          TableName: state,
+          Item: { pk: receiptKey(receipt.key), sk: 'META', receipt },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      };
+    },
+
+    /** Events after `since`, in seq order, at most `limit`. */
+    async events(runId: string, since: number, limit: number): Promise<RunEvent[]> {
+      const found: RunEvent[] = [];
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await client.send(
+          new QueryCommand({
+            TableName: eventsTable,
+            KeyConditionExpression: 'runId = :r AND seq > :s',
+            ExpressionAttributeValues: { ':r': runId, ':s': since },
+            ConsistentRead: true,
+            Limit: limit - found.length,
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        for (const item of page.Items ?? []) found.push(runEventSchema.parse(item));
+        startKey = page.LastEvaluatedKey;
+      } while (startKey && found.length < limit);
+      return found;
+    },
+  };
+}
+
+export type RunStore = ReturnType<typeof makeRunStore>;

@@ -1,0 +1,333 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import { canonicalJson, type Json, sha256Hex } from '../domain/canonical.js';
+import {
+  type Principal,
+  prioritySchema,
+  type Run,
+  type RunbookVersion,
+  type StepExecution,
+  ticketSchema,
+} from '../domain/entities.js';
+import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
+import type { RunEvent } from '../domain/events.js';
+import { parseRunbookObject, resolveInputs, type Runbook } from '../domain/runbook.js';
+import { RUN_STATUSES, runStateMachine, type RunStatus } from '../domain/statuses.js';
+import { requireRole } from './authorize.js';
+import type { Clock, Page, RunbookStore } from './ports.js';
+
+/** Starts the interpreter for a run; the execution name is the run id, so a retry cannot start it twice. */
+export interface RunStarter {
+  start(run: Pick<Run, 'runId' | 'tenantId'>): Promise<string>;
+}
+
+export interface RunDeps {
+  readonly runbooks: RunbookStore;
+  readonly runs: RunStore;
+  readonly starter: RunStarter;
+  readonly clock: Clock;
+}
+
+export const createRunBodySchema = z.strictObject({
+  runbookId: z.string().min(1).max(64),
+  version: z.number().int().positive().optional(),
+  inputs: z.record(z.string(), z.json()).default({}),
+  ticket: ticketSchema.optional(),
+  priority: prioritySchema.default('normal'),
+});
+export type CreateRunBody = z.infer<typeof createRunBodySchema>;
+
+const idempotencyKeySchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1 to 128 letters, digits or . _ : -');
+
+const TERMINAL: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** Loads a run the principal may see; another tenant's run does not exist for them. */
+async function visibleRun(runs: RunStore, principal: Principal, runId: string) {
+  const record = await runs.load(runId);
+  if (!record || record.run.tenantId !== principal.tenantId) throw new NotFoundError(`run '${runId}' not found`);
+  return record;
+}
+
+/** The runbook a run executes, in its normal form. */
+export async function runbookOf(
+  runbooks: RunbookStore,
+  run: Pick<Run, 'tenantId' | 'runbookId' | 'runbookVersion'>,
+): Promise<Runbook> {
+  const version = await runbooks.get(run.tenantId, run.runbookId, run.runbookVersion);
+  if (!version) throw new NotFoundError(`runbook '${run.runbookId}' version ${run.runbookVersion} not found`);
+  return parseRunbookObject(version.definition);
+}
+
+/**
+ * Creates a run.
+ * Input: the body, the caller, and an optional Idempotency-Key.
+ * Output: the run id and status; the same key and body return the same run, the same key with
+ * another body is a 409.
+ * Steps: validate the body and inputs against the runbook version, store the run with
+ * `run.created` and the key in one transaction, then start its interpreter execution.
+ */
+export function makeCreateRun(deps: RunDeps) {
+  return async function createRun(input: {
+    principal: Principal;
+    body: CreateRunBody;
+    idempotencyKey?: string;
+  }): Promise<{ runId: string; status: RunStatus; created: boolean }> {
+    const { principal, body } = input;
+    requireRole(principal, ['operator', 'admin'], 'starting a run');
+    if (input.idempotencyKey !== undefined) {
+      const parsed = idempotencyKeySchema.safeParse(input.idempotencyKey);
+      if (!parsed.success)
+        throw new ValidationError('the Idempotency-Key header is not valid', [
+          { path: 'headers.Idempotency-Key', message: parsed.error.issues[0]?.message ?? 'invalid' },
+        ]);
+    }
+    let version: RunbookVersion | undefined;
+    if (body.version !== undefined) {
+      version = await deps.runbooks.get(principal.tenantId, body.runbookId, body.version);
+    } else {
+      const head = await deps.runbooks.head(principal.tenantId, body.runbookId);
+      version = head && (await deps.runbooks.get(principal.tenantId, body.runbookId, head.latestVersion));
+    }
+    if (!version)
+      throw new NotFoundError(
+        `runbook '${body.runbookId}'${body.version === undefined ? '' : ` version ${body.version}`} not found`,
+      );
+    const runbook = parseRunbookObject(version.definition);
+    const inputs = resolveInputs(runbook, body.inputs);
+    const now = deps.clock.now().toISOString();
+    const run: Run = {
+      runId: `run-${randomUUID()}`,
+      tenantId: principal.tenantId,
+      runbookId: version.runbookId,
+      runbookVersion: version.version,
+      runbookDigest: version.digest,
+      status: 'queued',
+      inputs,
+      ...(body.ticket && { ticket: body.ticket }),
+      priority: body.priority,
+      ...(input.idempotencyKey && { idempotencyKey: input.idempotencyKey }),
+      requestedBy: principal.subject,
+      createdAt: now,
+      updatedAt: now,
+      cancelRequested: false,
+    };
+    const requestHash = sha256Hex(canonicalJson(body as unknown as Json));
+    const stored = await deps.runs.create(
+      run,
+      [
+        {
+          eventId: randomUUID(),
+          type: 'run.created',
+          timestamp: now,
+          payload: {
+            runbookId: run.runbookId,
+            runbookVersion: run.runbookVersion,
+            runbookDigest: run.runbookDigest,
+            inputs,
+            requestedBy: run.requestedBy,
+            priority: run.priority,
+            ...(run.ticket && { ticket: run.ticket }),
+          },
+          meta: {},
+        },
+      ],
+      input.idempotencyKey === undefined ? undefined : { key: input.idempotencyKey, requestHash },
+    );
+    if (!stored.created) {
+      if (stored.requestHash !== requestHash)
+        throw new ConflictError(`Idempotency-Key '${input.idempotencyKey}' was used with a different request`);
+      const existing = await visibleRun(deps.runs, principal, stored.runId);
+      // The first request may have stored the run and failed before starting it: start it now.
+      if (!existing.executionArn && !TERMINAL.has(existing.run.status)) await startRun(deps, existing.run);
+      return { runId: existing.run.runId, status: existing.run.status, created: false };
+    }
+    await startRun(deps, run);
+    return { runId: run.runId, status: run.status, created: true };
+  };
+}
+
+async function startRun(deps: RunDeps, run: Run): Promise<void> {
+  const executionArn = await deps.starter.start(run);
+  await deps.runs.mutate(run.runId, (record) =>
+    record.executionArn === executionArn ? undefined : { events: [], executionArn },
+  );
+}
+
+export const listRunsQuerySchema = z.strictObject({
+  status: z.enum(RUN_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(25),
+  cursor: z.string().optional(),
+});
+
+export function makeListRuns(deps: Pick<RunDeps, 'runs'>) {
+  return (principal: Principal, query: z.infer<typeof listRunsQuerySchema>): Promise<Page<Run>> =>
+    deps.runs.list(principal.tenantId, query);
+}
+
+/** How one step stands in a run view. */
+export interface StepView {
+  readonly id: string;
+  readonly phase: string;
+  readonly backend: string;
+  readonly action: string;
+  readonly status: 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'cancelled';
+  readonly attempts: number;
+  readonly targets: ReadonlyArray<{
+    targetId: string;
+    status: StepExecution['status'];
+    attempt: number;
+    outputTail: readonly string[];
+    error?: StepExecution['error'];
+  }>;
+  readonly rollback?: { status: StepExecution['status'] };
+}
+
+/** The per-step view of a run from its executions. */
+export function stepViews(runbook: Runbook, run: Run, executions: readonly StepExecution[]): StepView[] {
+  return runbook.phases.flatMap((phase) =>
+    phase.steps.map((step): StepView => {
+      const mine = executions.filter((e) => e.stepId === step.id && e.kind === 'step');
+      const attempts = mine.reduce((max, e) => Math.max(max, e.attempt), 0);
+      const latest = mine.filter((e) => e.attempt === attempts);
+      const rollback = executions.find((e) => e.stepId === step.id && e.kind === 'rollback');
+      const status: StepView['status'] =
+        latest.length === 0
+          ? TERMINAL.has(run.status)
+            ? 'skipped'
+            : 'pending'
+          : latest.some((e) => !['succeeded', 'failed', 'timed_out', 'cancelled', 'expired'].includes(e.status))
+            ? 'running'
+            : latest.every((e) => e.status === 'succeeded')
+              ? 'succeeded'
+              : latest.every((e) => e.status === 'cancelled')
+                ? 'cancelled'
+                : 'failed';
+      return {
+        id: step.id,
+        phase: phase.id,
+        backend: step.backend,
+        action: step.action,
+        status,
+        attempts,
+        targets: latest.map((e) => ({
+          targetId: e.targetId,
+          status: e.status,
+          attempt: e.attempt,
+          outputTail: e.outputTail,
+          ...(e.error && { error: e.error }),
+        })),
+        ...(rollback && { rollback: { status: rollback.status } }),
+      };
+    }),
+  );
+}
+
+export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'>) {
+  return async (principal: Principal, runId: string) => {
+    const record = await visibleRun(deps.runs, principal, runId);
+    const [runbook, executions] = await Promise.all([
+      runbookOf(deps.runbooks, record.run),
+      deps.runs.executions(runId),
+    ]);
+    return {
+      ...record.run,
+      lastEventSeq: record.head.seq,
+      steps: stepViews(runbook, record.run, executions),
+      attempts: executions
+        .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+        .map((e) => ({
+          executionId: e.executionId,
+          stepId: e.stepId,
+          kind: e.kind,
+          targetId: e.targetId,
+          attempt: e.attempt,
+          status: e.status,
+          ...(e.startedAt && { startedAt: e.startedAt }),
+          ...(e.endedAt && { endedAt: e.endedAt }),
+          ...(e.error && { error: e.error }),
+        })),
+    };
+  };
+}
+
+export const eventsQuerySchema = z.strictObject({
+  since: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export function makeGetEvents(deps: Pick<RunDeps, 'runs'>) {
+  return async (
+    principal: Principal,
+    runId: string,
+    query: z.infer<typeof eventsQuerySchema>,
+  ): Promise<{ events: RunEvent[]; nextSince?: number }> => {
+    await visibleRun(deps.runs, principal, runId);
+    const events = await deps.runs.events(runId, query.since, query.limit);
+    const last = events.at(-1);
+    return { events, ...(events.length === query.limit && last && { nextSince: last.seq }) };
+  };
+}
+
+/**
+ * Asks a run to stop: no further step is dispatched; running step executions finish or time out,
+ * then the run ends `cancelled`. Cancelling twice is the same as once.
+ */
+export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
+  return async (principal: Principal, runId: string) => {
+    requireRole(principal, ['operator', 'admin'], 'cancelling a run');
+    const record = await visibleRun(deps.runs, principal, runId);
+    if (TERMINAL.has(record.run.status))
+      throw new ConflictError(`run '${runId}' has already ended (${record.run.status})`);
+    const now = deps.clock.now().toISOString();
+    const result = await deps.runs.mutate(runId, (current) =>
+      current.run.cancelRequested || TERMINAL.has(current.run.status)
+        ? undefined
+        : {
+            run: { cancelRequested: true, updatedAt: now },
+            events: [
+              {
+                eventId: randomUUID(),
+                type: 'run.cancel_requested',
+                timestamp: now,
+                payload: { requestedBy: principal.subject },
+                meta: {},
+              },
+            ],
+          },
+    );
+    return { runId, status: (result?.record.run ?? record.run).status, cancelRequested: true };
+  };
+}
+
+/** Asks a run to roll back what it has done, newest first, and end `failed` (ROLLED_BACK). */
+export function makeRollbackRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
+  return async (principal: Principal, runId: string) => {
+    requireRole(principal, ['operator', 'admin'], 'rolling back a run');
+    const record = await visibleRun(deps.runs, principal, runId);
+    if (TERMINAL.has(record.run.status))
+      throw new ConflictError(`run '${runId}' has already ended (${record.run.status}); start a new run to undo it`);
+    runStateMachine.transition(record.run.status, 'rolling_back');
+    const now = deps.clock.now().toISOString();
+    await deps.runs.mutate(runId, (current) =>
+      current.rollbackRequested
+        ? undefined
+        : {
+            rollbackRequested: true,
+            run: { updatedAt: now },
+            events: [
+              {
+                eventId: randomUUID(),
+                type: 'rollback.started',
+                timestamp: now,
+                payload: { requestedBy: principal.subject, reason: 'requested' },
+                meta: {},
+              },
+            ],
+          },
+    );
+    return { runId, status: record.run.status, rollbackRequested: true };
+  };
+}

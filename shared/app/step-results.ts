@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { Json } from '../domain/canonical.js';
+import type { ErrorInfo, StepExecution } from '../domain/entities.js';
+import type { EventDraft } from '../domain/events.js';
+import type { StepCommand } from '../domain/messages.js';
+import type { Clock } from './ports.js';
+import type { TaskCallbacks } from './interpreter.js';
+
+export interface StepResultDeps {
+  readonly runs: RunStore;
+  readonly callbacks: TaskCallbacks;
+  readonly clock: Clock;
+}
+
+export type Outcome =
+  | { readonly outcome: 'succeeded'; readonly output?: Record<string, Json>; readonly fromReceipt?: boolean }
+  | { readonly outcome: 'failed' | 'timed_out'; readonly error: ErrorInfo };
+
+/** Lines kept on the step execution for the run view. */
+const OUTPUT_TAIL_LINES = 20;
+
+const draft = (
+  cmd: StepCommand,
+  type: EventDraft['type'],
+  now: string,
+  payload: Record<string, Json>,
+  workerId: string,
+): EventDraft => ({
+  eventId: randomUUID(),
+  type,
+  timestamp: now,
+  stepId: cmd.stepId,
+  targetId: cmd.targetId,
+  payload,
+  meta: { workerId, sandboxProfile: cmd.sandboxProfile, correlationId: cmd.correlationId },
+});
+
+/**
+ * What a worker records about a step execution it holds the lease of. Every record is one
+ * transaction: the execution's new state (guarded by the lease), its event, and for the end of the
+ * execution the receipt and the step's aggregate. Whoever completes the aggregate resumes the
+ * interpreter, exactly once.
+ */
+export function makeStepResults(deps: StepResultDeps) {
+  const { runs } = deps;
+
+  async function current(cmd: StepCommand): Promise<StepExecution> {
+    const execution = await runs.execution(cmd.runId, cmd.executionId);
+    if (!execution) throw new Error(`step execution ${cmd.executionId} does not exist`);
+    return execution;
+  }
+
+  return {
+    /** leased -> running, with `step.started`. */
+    async started(cmd: StepCommand, workerId: string): Promise<void> {
+      const now = deps.clock.now().toISOString();
+      const execution = await current(cmd);
+      await runs.mutate(cmd.runId, () => ({
+        events: [
+          draft(
+            cmd,
+            'step.started',
+            now,
+            { kind: cmd.kind, attempt: cmd.attempt, backend: cmd.backend, action: cmd.action },
+            workerId,
+          ),
+        ],
+        writes: [runs.updateExecution({ ...execution, status: 'running', startedAt: now }, ['leased'], workerId)],
+      }));
+    },
+
+    /** A batch of output lines as `step.output` events, each with its per-execution `streamSeq`. */
+    async output(
+      cmd: StepCommand,
+      workerId: string,
+      chunks: ReadonlyArray<{ stream: 'stdout' | 'stderr'; text: string; streamSeq: number }>,
+    ): Promise<void> {
+      if (chunks.length === 0) return;
+      const now = deps.clock.now().toISOString();
+      const execution = await current(cmd);
+      const tail = [...execution.outputTail, ...chunks.map((c) => c.text)].slice(-OUTPUT_TAIL_LINES);
+      await runs.mutate(cmd.runId, () => ({
+        events: chunks.map((c) =>
+          draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
+        ),
+        writes: [runs.updateExecution({ ...execution, outputTail: tail }, ['running'], workerId)],
+      }));
+    },
+
+    /**
+     * Ends the execution: its final state, the receipt (on success), the aggregate count and
+     * `step.succeeded` / `step.failed`; then, if that completed the step, resumes the interpreter.
+     */
+    async finished(cmd: StepCommand, workerId: string, result: Outcome): Promise<void> {
+      const now = deps.clock.now().toISOString();
+      const execution = await current(cmd);
+      const succeeded = result.outcome === 'succeeded';
+      const ended: StepExecution = {
+        ...execution,
+        status: result.outcome,
+        endedAt: now,
+        ...(result.outcome !== 'succeeded' && { error: result.error }),
+      };
+      const receiptNeeded = succeeded && !result.fromReceipt;
+      await runs.mutate(cmd.runId, () => ({
+        events: [
+          draft(
+            cmd,
+            succeeded ? 'step.succeeded' : 'step.failed',
+            now,
+            {
+              kind: cmd.kind,
+              attempt: cmd.attempt,
+              ...(succeeded
+                ? { output: result.output ?? {}, fromReceipt: result.fromReceipt ?? false }
+                : { outcome: result.outcome, error: result.error }),
+            },
+            workerId,
+          ),
+        ],
+        writes: [
+          runs.updateExecution(ended, ['leased', 'running'], workerId),
+          runs.countResult(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt, succeeded),
+          ...(receiptNeeded
+            ? [
+                runs.putReceipt({
+                  key: cmd.idempotencyKey,
+                  executionId: cmd.executionId,
+                  outcome: 'succeeded',
+                  output: result.output ?? {},
+                  recordedAt: now,
+                }),
+              ]
+            : []),
+        ],
+      }));
+      const completed = await runs.claimCompletion(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);
+      if (completed)
+        await deps.callbacks.succeed(completed.taskToken, {
+          stepId: cmd.stepId,
+          kind: cmd.kind,
+          attempt: cmd.attempt,
+          succeeded: completed.succeeded,
+          failed: completed.failed,
+        });
+    },
+  };
+}
+
+export type StepResults = ReturnType<typeof makeStepResults>;

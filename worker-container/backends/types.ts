@@ -1,0 +1,50 @@
+import type { Json } from '../../shared/domain/canonical.js';
+
+/** What an action gets: its checked params, the attempt, a cancellation signal and an output sink. */
+export interface ActionContext<P = Record<string, unknown>> {
+  readonly params: P;
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  readonly secrets: Readonly<Record<string, string>>;
+  output(stream: 'stdout' | 'stderr', text: string): void;
+}
+
+export interface ActionResult {
+  readonly output?: Record<string, Json>;
+}
+
+/** A failure an action reports on purpose; `retryable` tells the planner whether another attempt may help. */
+export class ActionError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+    this.name = 'ActionError';
+  }
+}
+
+export type ActionHandler = (context: ActionContext) => Promise<ActionResult>;
+
+/** A backend implements the actions the catalogue declares for it (see docs/backends.md). */
+export interface Backend {
+  readonly name: string;
+  readonly actions: Readonly<Record<string, ActionHandler>>;
+}
+
+/** Resolves after `ms`, or rejects when the signal aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
+  });
+}
