@@ -1,5 +1,7 @@
 import { systemClock } from '../shared/app/ports.js';
-import { sfnClient, sqsClient } from '../shared/adapters/aws-clients.js';
+import { connectionsClient, sfnClient, sqsClient } from '../shared/adapters/aws-clients.js';
+import { makeConnectionPoster } from '../shared/adapters/connection-poster.js';
+import { makeConnectionStore, makeSubscriptionStore } from '../shared/adapters/dynamodb/connection-store.js';
 import { documentClient } from '../shared/adapters/dynamodb/client.js';
 import { makeDynamoRunbookStore } from '../shared/adapters/dynamodb/runbook-store.js';
 import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
@@ -34,3 +36,14 @@ export const interpreterDeps = () => ({
   queue: makeSqsCommandQueue(sqsClient(), config().CAPSTAN_PREFIX),
   callbacks: makeSfnCallbacks(sfnClient()),
 });
+
+/** For the WebSocket routes and the broadcaster. */
+export const liveStreamDeps = () => {
+  const connections = makeConnectionStore(documentClient, config().CAPSTAN_CONNECTIONS_TABLE);
+  return {
+    runs: runs(),
+    subscriptions: makeSubscriptionStore(documentClient, config().CAPSTAN_CONNECTIONS_TABLE),
+    poster: makeConnectionPoster(connectionsClient(), connections),
+    clock: systemClock,
+  };
+};

@@ -35,7 +35,9 @@ export const handler = httpHandler(async () => {
     connections,
     ...(stateMachine && { stateMachine }),
     ...(evidenceBucket && { evidenceBucket }),
-    ...Object.fromEntries(SANDBOX_PROFILE_NAMES.map((profile, i) => [`queue:${profile}`, queues[i] as ComponentHealth])),
+    ...Object.fromEntries(
+      SANDBOX_PROFILE_NAMES.map((profile, i) => [`queue:${profile}`, queues[i] as ComponentHealth]),
+    ),
   };
   const statuses = Object.values(components).map((component) => component.status);
   const status = statuses.includes('unavailable') ? 'unavailable' : statuses.includes('degraded') ? 'degraded' : 'ok';

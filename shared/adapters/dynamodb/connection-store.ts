@@ -1,4 +1,11 @@
-import { BatchWriteCommand, type DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { Principal } from '../../domain/entities.js';
 
 /** API Gateway closes a WebSocket connection after two hours; its records age out a little later. */
@@ -57,3 +64,154 @@ export function makeConnectionStore(client: DynamoDBDocumentClient, tableName: s
     },
   };
 }
+
+export interface Subscription {
+  readonly connectionId: string;
+  readonly runId: string;
+  readonly tenantId: string;
+  /** The last seq this connection has been sent. */
+  readonly delivered: number;
+}
+
+const subSk = (runId: string) => `SUB#${runId}`;
+const isConditionFailure = (error: unknown) => (error as Error).name === 'ConditionalCheckFailedException';
+
+/**
+ * Subscriptions of connections to runs, with a per-subscription delivery lock. Whoever holds the
+ * lock sends the run's events in order from `delivered`; anyone else who has something to send
+ * marks the subscription dirty, and the holder reads the log again before letting go. So a replay
+ * and the live stream never send the same event twice, never skip one, and never reorder.
+ */
+export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName: string) {
+  const key = (connectionId: string, runId: string) => ({ pk: connectionKey(connectionId), sk: subSk(runId) });
+  return {
+    async subscribe(sub: Subscription, now: Date): Promise<void> {
+      const expiresAt = Math.floor(now.getTime() / 1000) + CONNECTION_TTL_SECONDS;
+      await client.send(
+        new BatchWriteCommand({
+          RequestItems: {
+            [tableName]: [
+              {
+                PutRequest: {
+                  Item: { ...key(sub.connectionId, sub.runId), ...sub, dirty: false, expiresAt },
+                },
+              },
+              {
+                PutRequest: {
+                  Item: {
+                    pk: runSubscribersKey(sub.tenantId, sub.runId),
+                    sk: connectionKey(sub.connectionId),
+                    connectionId: sub.connectionId,
+                    expiresAt,
+                  },
+                },
+              },
+            ],
+          },
+        }),
+      );
+    },
+
+    async subscribers(tenantId: string, runId: string): Promise<string[]> {
+      const { Items = [] } = await client.send(
+        new QueryCommand({
+          TableName: tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': runSubscribersKey(tenantId, runId) },
+        }),
+      );
+      return Items.map((item) => String(item.connectionId));
+    },
+
+    /** Takes the delivery lock: 'held' (the caller delivers), 'busy' (marked dirty for the holder), or 'gone'. */
+    async lock(connectionId: string, runId: string, owner: string, now: Date): Promise<'held' | 'busy' | 'gone'> {
+      for (let attempt = 0; attempt < 10; attempt++) {
+        try {
+          await client.send(
+            new UpdateCommand({
+              TableName: tableName,
+              Key: key(connectionId, runId),
+              UpdateExpression: 'SET lockOwner = :me, lockUntil = :until, dirty = :false',
+              ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lockOwner) OR lockUntil < :now)',
+              ExpressionAttributeValues: {
+                ':me': owner,
+                ':until': now.getTime() + 30_000,
+                ':now': now.getTime(),
+                ':false': false,
+              },
+            }),
+          );
+          return 'held';
+        } catch (error) {
+          if (!isConditionFailure(error)) throw error;
+        }
+        try {
+          await client.send(
+            new UpdateCommand({
+              TableName: tableName,
+              Key: key(connectionId, runId),
+              UpdateExpression: 'SET dirty = :true',
+              ConditionExpression: 'attribute_exists(lockOwner) AND lockUntil >= :now',
+              ExpressionAttributeValues: { ':true': true, ':now': now.getTime() },
+            }),
+          );
+          return 'busy';
+        } catch (error) {
+          if (!isConditionFailure(error)) throw error;
+          // Released (or gone) between the two calls: try to take it again.
+        }
+        const { Item } = await client.send(new GetCommand({ TableName: tableName, Key: key(connectionId, runId) }));
+        if (!Item) return 'gone';
+      }
+      return 'busy';
+    },
+
+    async delivered(connectionId: string, runId: string): Promise<number | undefined> {
+      const { Item } = await client.send(
+        new GetCommand({ TableName: tableName, Key: key(connectionId, runId), ConsistentRead: true }),
+      );
+      return Item === undefined ? undefined : Number(Item.delivered);
+    },
+
+    async markDelivered(connectionId: string, runId: string, owner: string, seq: number): Promise<void> {
+      await client.send(
+        new UpdateCommand({
+          TableName: tableName,
+          Key: key(connectionId, runId),
+          UpdateExpression: 'SET delivered = :seq',
+          ConditionExpression: 'lockOwner = :me',
+          ExpressionAttributeValues: { ':seq': seq, ':me': owner },
+        }),
+      );
+    },
+
+    /** Lets go of the lock unless someone marked the subscription dirty; then clears the mark and says so. */
+    async unlock(connectionId: string, runId: string, owner: string): Promise<'released' | 'dirty'> {
+      try {
+        await client.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: key(connectionId, runId),
+            UpdateExpression: 'REMOVE lockOwner, lockUntil',
+            ConditionExpression: 'lockOwner = :me AND dirty = :false',
+            ExpressionAttributeValues: { ':me': owner, ':false': false },
+          }),
+        );
+        return 'released';
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+        await client.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: key(connectionId, runId),
+            UpdateExpression: 'SET dirty = :false',
+            ConditionExpression: 'lockOwner = :me',
+            ExpressionAttributeValues: { ':me': owner, ':false': false },
+          }),
+        );
+        return 'dirty';
+      }
+    },
+  };
+}
+export type SubscriptionStore = ReturnType<typeof makeSubscriptionStore>;
