@@ -29,13 +29,15 @@ async function main(): Promise<void> {
   });
   // Whatever ends this process, DynamoDB Local and the workers must not outlive it.
   process.once('exit', () => stack.kill());
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const shutdown = (signal: string) => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      // A relayed copy of the same Ctrl-C arrives at once; a deliberate second one comes later.
+      if (Date.now() - stoppingSince < 2000) return;
       stack.kill();
       process.exit(1);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     log(`\n${signal}: stopping the local stack (again to stop at once)`);
     stack.stop().then(
       () => process.exit(0),

@@ -16,7 +16,7 @@ import { WebSocket } from 'ws';
 import { type LocalStack, LOCAL_NAMES, startLocalStack } from '../../local/stack.js';
 import { makeCounters } from '../../shared/adapters/dynamodb/counters.js';
 import { verifyChain, type RunEvent } from '../../shared/domain/events.js';
-import { freePort } from '../support/local-dynamodb.js';
+import { freePortBlock } from '../support/local-dynamodb.js';
 
 let stack: LocalStack;
 let home: string;
@@ -27,7 +27,7 @@ const log: string[] = [];
 beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), 'capstan-runs-'));
   stack = await startLocalStack({
-    port: await freePort(),
+    port: await freePortBlock(),
     stateDir: home,
     fresh: true,
     workers: { 'dev-flex': 1 },

@@ -16,6 +16,24 @@ export async function freePort(): Promise<number> {
   });
 }
 
+async function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A port whose next `count - 1` ports are free too: the local stack uses port..port+5. */
+export async function freePortBlock(count = 6): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    const checks = await Promise.all(Array.from({ length: count }, (_, i) => isFree(base + i)));
+    if (checks.every(Boolean)) return base;
+  }
+  throw new Error('no block of free ports found');
+}
+
 export interface TestDynamo {
   readonly local: DynamoDbLocal;
   readonly tableNames: Record<TableKey, string>;
