@@ -229,9 +229,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
     const localFile = join(options.stateDir, 'local.json');
     const wsUrl = `ws://127.0.0.1:${port}${WEBSOCKET_PATH}`;
-    writeFileSync(localFile, `${JSON.stringify({ restUrl: `${restUrl}/v1`, wsUrl, tokens: issuer.tokens }, null, 2)}\n`, {
-      mode: 0o600,
-    });
+    writeFileSync(
+      localFile,
+      `${JSON.stringify({ restUrl: `${restUrl}/v1`, wsUrl, tokens: issuer.tokens }, null, 2)}\n`,
+      {
+        mode: 0o600,
+      },
+    );
 
     return {
       restUrl: `${restUrl}/v1`,

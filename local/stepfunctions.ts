@@ -181,7 +181,6 @@ export class LocalStepFunctions {
 
   private run(record: ExecutionRecord): void {
     const live: Live = { abort: () => undefined };
-    const self = this;
     const context = {
       Execution: { Id: record.executionArn, Name: record.name, RoleArn: 'arn:aws:iam::000000000000:role/local' },
       StateMachine: { Id: this.options.stateMachineArn, Name: this.stateMachineName() },
@@ -197,7 +196,7 @@ export class LocalStepFunctions {
     const handlers: TaskHandlers = Object.fromEntries(
       Object.entries(this.states)
         .filter(([, state]) => state.Type === 'Task')
-        .map(([stateName, state]) => [stateName, (taskInput: unknown) => self.task(record, live, state, taskInput)]),
+        .map(([stateName, state]) => [stateName, (taskInput: unknown) => this.task(record, live, state, taskInput)]),
     );
     const execution = this.machine.run(JSON.parse(record.input), {
       overrides: { taskResourceLocalHandlers: handlers },
@@ -206,7 +205,8 @@ export class LocalStepFunctions {
     live.abort = execution.abort;
     this.live.set(record.executionArn, live);
     void (async () => {
-      for await (const event of execution.eventLogs) if (event.type === 'StateEntered') this.counters.stateTransitions++;
+      for await (const event of execution.eventLogs)
+        if (event.type === 'StateEntered') this.counters.stateTransitions++;
     })().catch(() => undefined);
     execution.result.then(
       (output) => this.finish(record, { status: 'SUCCEEDED', output: JSON.stringify(output ?? null) }),
@@ -234,7 +234,12 @@ export class LocalStepFunctions {
   }
 
   /** One Task state: invoke the Lambda function; for `.waitForTaskToken`, then wait for the callback. */
-  private async task(record: ExecutionRecord, live: Live, state: TaskStateShape, taskInput: unknown): Promise<JsonValue> {
+  private async task(
+    record: ExecutionRecord,
+    live: Live,
+    state: TaskStateShape,
+    taskInput: unknown,
+  ): Promise<JsonValue> {
     const parameters = z.object({ FunctionName: z.string(), Payload: z.unknown() }).parse(taskInput);
     const resource = state.Resource ?? '';
     if (!resource.endsWith('.waitForTaskToken')) {
@@ -276,7 +281,10 @@ export class LocalStepFunctions {
     } catch (error) {
       // lambda:invoke reports a function error under the error's own name, as AWS does.
       const failure = error as Error;
-      throw namedError(failure.name || 'Error', JSON.stringify({ errorType: failure.name, errorMessage: failure.message }));
+      throw namedError(
+        failure.name || 'Error',
+        JSON.stringify({ errorType: failure.name, errorMessage: failure.message }),
+      );
     }
   }
 

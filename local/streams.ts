@@ -55,7 +55,9 @@ export class StreamMapping {
     this.streams = new DynamoDBStreamsClient(client);
     this.dynamo = new DynamoDBClient(client);
     if (options.checkpointFile && existsSync(options.checkpointFile))
-      this.checkpoints = z.record(z.string(), z.string()).parse(JSON.parse(readFileSync(options.checkpointFile, 'utf8')));
+      this.checkpoints = z
+        .record(z.string(), z.string())
+        .parse(JSON.parse(readFileSync(options.checkpointFile, 'utf8')));
   }
 
   async start(): Promise<void> {
@@ -120,7 +122,7 @@ export class StreamMapping {
     } catch (error) {
       if (!after) throw error;
       this.options.log?.(`stream mapping: checkpoint for ${shardId} is gone; reading the shard from its start`);
-      delete this.checkpoints[shardId];
+      this.checkpoints = Object.fromEntries(Object.entries(this.checkpoints).filter(([id]) => id !== shardId));
       return this.iterator(streamArn, shardId);
     }
   }

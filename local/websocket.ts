@@ -138,7 +138,10 @@ export class WebSocketGateway {
       headers,
       queryStringParameters: query,
       isBase64Encoded: false,
-      requestContext: { ...this.requestContext('$connect', 'CONNECT', connectionId, authorizer), connectedAt: Date.now() },
+      requestContext: {
+        ...this.requestContext('$connect', 'CONNECT', connectionId, authorizer),
+        connectedAt: Date.now(),
+      },
     })) as RouteResult | undefined;
     if ((connected?.statusCode ?? 200) >= 300) return reject(socket, connected?.statusCode ?? 403, 'Forbidden');
 

@@ -59,7 +59,8 @@ export class WorkerPool {
   /** Workers running now, by profile. */
   get running(): Record<string, number> {
     const counts: Record<string, number> = {};
-    for (const slot of this.slots) if (slot.child?.exitCode === null) counts[slot.profile] = (counts[slot.profile] ?? 0) + 1;
+    for (const slot of this.slots)
+      if (slot.child?.exitCode === null) counts[slot.profile] = (counts[slot.profile] ?? 0) + 1;
     return counts;
   }
 
@@ -87,7 +88,9 @@ export class WorkerPool {
     slot.child = child;
     slot.startedAt = Date.now();
     for (const stream of [child.stdout, child.stderr])
-      createInterface({ input: stream }).on('line', (line) => this.options.log(`[${slot.profile}#${slot.index}] ${line}`));
+      createInterface({ input: stream }).on('line', (line) =>
+        this.options.log(`[${slot.profile}#${slot.index}] ${line}`),
+      );
     child.once('exit', (code, signal) => {
       if (this.stopping) return;
       if (Date.now() - slot.startedAt > 60_000) slot.restarts = 0;

@@ -126,19 +126,23 @@ export class Worker {
     const controller = new AbortController();
     this.current = controller;
     let leaseLost = false;
-    const renew = setInterval(() => {
-      runs
-        .renewLease(cmd.runId, cmd.executionId, workerId, new Date(Date.now() + leaseMs))
-        .then((held) => {
-          if (!held) {
-            leaseLost = true;
-            controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
-          }
-        })
-        .catch((error: unknown) => this.options.log('lease renewal failed', { error: (error as Error).message }));
-    }, Math.max(1000, Math.floor(leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        runs
+          .renewLease(cmd.runId, cmd.executionId, workerId, new Date(Date.now() + leaseMs))
+          .then((held) => {
+            if (!held) {
+              leaseLost = true;
+              controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+            }
+          })
+          .catch((error: unknown) => this.options.log('lease renewal failed', { error: (error as Error).message }));
+      },
+      Math.max(1000, Math.floor(leaseMs / 3)),
+    );
     const timeout = setTimeout(
-      () => controller.abort(new ActionError('STEP_TIMEOUT', `the step exceeded its timeout of ${cmd.timeoutMs} ms`, true)),
+      () =>
+        controller.abort(new ActionError('STEP_TIMEOUT', `the step exceeded its timeout of ${cmd.timeoutMs} ms`, true)),
       cmd.timeoutMs,
     );
     const output = this.outputStream(cmd);
@@ -183,11 +187,14 @@ export class Worker {
       );
     const backend = this.options.backends.find((b) => b.name === cmd.backend);
     const handler = backend && Object.hasOwn(backend.actions, cmd.action) ? backend.actions[cmd.action] : undefined;
-    if (!handler)
-      throw new ActionError('UNSUPPORTED_ACTION', `this worker has no ${cmd.backend}.${cmd.action}`, false);
+    if (!handler) throw new ActionError('UNSUPPORTED_ACTION', `this worker has no ${cmd.backend}.${cmd.action}`, false);
     const checked = checkAction(cmd.backend, cmd.action, cmd.params, ['params']);
     if (!checked.ok)
-      throw new ActionError('INVALID_PARAMS', checked.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '), false);
+      throw new ActionError(
+        'INVALID_PARAMS',
+        checked.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+        false,
+      );
     const aborted = new Promise<never>((_, reject) =>
       signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }),
     );

@@ -118,10 +118,10 @@ function advance(runId: string, step: Step, state: StepState, kind: 'step' | 'ro
 export function plan(input: PlanInput): PlanDecision {
   const { runbook, run, executions, now } = input;
   const steps = allSteps(runbook).map((s) => s.step);
-  const states = new Map(steps.map((s) => [s.id, stepState(run.runId, s, 'step', executions)]));
-  const inFlight = steps.find((s) => states.get(s.id)?.kind === 'in_flight');
+  const states = steps.map((step) => ({ step, state: stepState(run.runId, step, 'step', executions) }));
+  const inFlight = states.find((s) => s.state.kind === 'in_flight');
   // Something is still running: wait for it whatever else is asked (cancel lets it finish).
-  if (inFlight) return advance(run.runId, inFlight, states.get(inFlight.id)!, 'step', now);
+  if (inFlight) return advance(run.runId, inFlight.step, inFlight.state, 'step', now);
   const rollbackInFlight = steps.find((s) => stepState(run.runId, s, 'rollback', executions).kind === 'in_flight');
   if (rollbackInFlight)
     return advance(
@@ -139,8 +139,7 @@ export function plan(input: PlanInput): PlanDecision {
 
   let firstFailure: { step: Step; error?: ErrorInfo } | undefined;
   if (!run.rollbackRequested && !timedOut) {
-    for (const step of steps) {
-      const state = states.get(step.id)!;
+    for (const { step, state } of states) {
       if (state.kind === 'succeeded') continue;
       if (state.kind === 'failed') {
         firstFailure ??= { step, error: state.error };
@@ -156,16 +155,19 @@ export function plan(input: PlanInput): PlanDecision {
   }
 
   // Roll back what succeeded, newest first: fail-fast after a failure, on request, or on timeout.
-  const toRollBack = steps.filter((s) => s.rollback && states.get(s.id)?.kind === 'succeeded').reverse();
+  const toRollBack = states
+    .filter((s) => s.step.rollback && s.state.kind === 'succeeded')
+    .map((s) => s.step)
+    .reverse();
   for (const step of toRollBack) {
     const state = stepState(run.runId, step, 'rollback', executions);
     if (state.kind === 'not_started') return advance(run.runId, step, state, 'rollback', now);
   }
   const error = run.rollbackRequested
     ? { code: 'ROLLED_BACK', message: 'rolled back on request' }
-    : timedOut && !firstFailure
-      ? { code: 'RUN_TIMEOUT', message: `the run exceeded its timeout of ${runbook.timeout}` }
-      : failureError(firstFailure!.step, firstFailure!.error);
+    : firstFailure
+      ? failureError(firstFailure.step, firstFailure.error)
+      : { code: 'RUN_TIMEOUT', message: `the run exceeded its timeout of ${runbook.timeout}` };
   return { action: 'fail', error, rolledBack: toRollBack.map((s) => s.id) };
 }
 

@@ -194,6 +194,8 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
     const stopped = await client.send(new DescribeExecutionCommand({ executionArn }));
     expect(stopped).toMatchObject({ status: 'ABORTED', error: 'Capstan.Cancelled' });
     expect(stopped.stopDate).toBeInstanceOf(Date);
+    const aborted = await client.send(new ListExecutionsCommand({ stateMachineArn: ARN, statusFilter: 'ABORTED' }));
+    expect(aborted.executions?.map((e) => e.executionArn)).toEqual([executionArn]);
     await expect(
       client.send(new SendTaskSuccessCommand({ taskToken: String(payload.taskToken), output: '{}' })),
     ).rejects.toBeInstanceOf(TaskDoesNotExist);

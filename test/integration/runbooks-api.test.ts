@@ -52,7 +52,6 @@ const yaml = (body: string, principal: Principal = operator) =>
 describe('the runbooks API on DynamoDB Local', () => {
   const restart = readFileSync(join(EXAMPLES, 'restart-web.yaml'), 'utf8');
 
-
   it('registers a YAML runbook as version 1 and gives the same version for the same content', async () => {
     const first = await call(create, yaml(restart));
     expect(first.status).toBe(201);
