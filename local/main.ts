@@ -30,15 +30,13 @@ async function main(): Promise<void> {
   });
   // Whatever ends this process, DynamoDB Local and the workers must not outlive it.
   process.once('exit', () => stack.kill());
-  let stoppingSince: number | undefined;
+  let stopping = false;
   const shutdown = (signal: string) => {
-    if (stoppingSince !== undefined) {
-      // A relayed copy of the same Ctrl-C arrives at once; a deliberate second one comes later.
-      if (Date.now() - stoppingSince < 2000) return;
+    if (stopping) {
       stack.kill();
       process.exit(1);
     }
-    stoppingSince = Date.now();
+    stopping = true;
     log(`\n${signal}: stopping the local stack (again to stop at once)`);
     stack.stop().then(
       () => process.exit(0),

@@ -142,7 +142,8 @@ export class LocalStepFunctions {
   /** Stops answering and abandons running executions without marking them: they resume on the next start. */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const waiter of this.waiters.values()) waiter.settle({ error: namedError('States.Runtime', 'stopping') });
+    // Waiting tasks are dropped, not failed: an aborted execution no longer listens for their outcome.
+    this.waiters.clear();
     for (const live of this.live.values()) live.abort();
     this.live.clear();
     await this.service?.close();
@@ -336,10 +337,7 @@ export class LocalStepFunctions {
       });
       this.persist();
       for (const [token, waiter] of this.waiters)
-        if (waiter.executionArn === record.executionArn) {
-          this.waiters.delete(token);
-          waiter.settle({ error: namedError('States.Runtime', 'execution stopped') });
-        }
+        if (waiter.executionArn === record.executionArn) this.waiters.delete(token);
       live?.abort();
       this.options.log?.(`step functions: execution ${record.name} ABORTED`);
     }

@@ -13,7 +13,7 @@ import {
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
 import type { RunEvent } from '../domain/events.js';
 import { parseRunbookObject, resolveInputs, type Runbook } from '../domain/runbook.js';
-import { RUN_STATUSES, runStateMachine, type RunStatus } from '../domain/statuses.js';
+import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachine } from '../domain/statuses.js';
 import { requireRole } from './authorize.js';
 import type { Clock, Page, RunbookStore } from './ports.js';
 
@@ -42,7 +42,7 @@ const idempotencyKeySchema = z
   .string()
   .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1 to 128 letters, digits or . _ : -');
 
-const TERMINAL: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'cancelled']);
+const ended = (status: RunStatus) => runStateMachine.isTerminal(status);
 
 /** Loads a run the principal may see; another tenant's run does not exist for them. */
 async function visibleRun(runs: RunStore, principal: Principal, runId: string) {
@@ -141,7 +141,7 @@ export function makeCreateRun(deps: RunDeps) {
         throw new ConflictError(`Idempotency-Key '${input.idempotencyKey}' was used with a different request`);
       const existing = await visibleRun(deps.runs, principal, stored.runId);
       // The first request may have stored the run and failed before starting it: start it now.
-      if (!existing.executionArn && !TERMINAL.has(existing.run.status)) await startRun(deps, existing.run);
+      if (!existing.executionArn && !ended(existing.run.status)) await startRun(deps, existing.run);
       return { runId: existing.run.runId, status: existing.run.status, created: false };
     }
     await startRun(deps, run);
@@ -195,10 +195,10 @@ export function stepViews(runbook: Runbook, run: Run, executions: readonly StepE
       const rollback = executions.find((e) => e.stepId === step.id && e.kind === 'rollback');
       const status: StepView['status'] =
         latest.length === 0
-          ? TERMINAL.has(run.status)
+          ? ended(run.status)
             ? 'skipped'
             : 'pending'
-          : latest.some((e) => !['succeeded', 'failed', 'timed_out', 'cancelled', 'expired'].includes(e.status))
+          : latest.some((e) => !stepExecutionStateMachine.isTerminal(e.status))
             ? 'running'
             : latest.every((e) => e.status === 'succeeded')
               ? 'succeeded'
@@ -279,11 +279,10 @@ export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
   return async (principal: Principal, runId: string) => {
     requireRole(principal, ['operator', 'admin'], 'cancelling a run');
     const record = await visibleRun(deps.runs, principal, runId);
-    if (TERMINAL.has(record.run.status))
-      throw new ConflictError(`run '${runId}' has already ended (${record.run.status})`);
+    if (ended(record.run.status)) throw new ConflictError(`run '${runId}' has already ended (${record.run.status})`);
     const now = deps.clock.now().toISOString();
     const result = await deps.runs.mutate(runId, (current) =>
-      current.run.cancelRequested || TERMINAL.has(current.run.status)
+      current.run.cancelRequested || ended(current.run.status)
         ? undefined
         : {
             run: { cancelRequested: true, updatedAt: now },
@@ -307,7 +306,7 @@ export function makeRollbackRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
   return async (principal: Principal, runId: string) => {
     requireRole(principal, ['operator', 'admin'], 'rolling back a run');
     const record = await visibleRun(deps.runs, principal, runId);
-    if (TERMINAL.has(record.run.status))
+    if (ended(record.run.status))
       throw new ConflictError(`run '${runId}' has already ended (${record.run.status}); start a new run to undo it`);
     runStateMachine.transition(record.run.status, 'rolling_back');
     const now = deps.clock.now().toISOString();

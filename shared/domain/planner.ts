@@ -3,6 +3,7 @@ import { sha256Hex } from './canonical.js';
 import { durationMs } from './duration.js';
 import type { ErrorInfo, Run, StepExecution } from './entities.js';
 import { allSteps, type Runbook, type Step } from './runbook.js';
+import { stepExecutionStateMachine } from './statuses.js';
 
 /** What the run interpreter does next; the Route choice state switches on `action`. */
 export const planDecisionSchema = z.discriminatedUnion('action', [
@@ -48,7 +49,6 @@ export interface PlanInput {
   readonly now: Date;
 }
 
-const TERMINAL = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'expired']);
 /** Retry back-off: exponential from 1 s, capped at 5 minutes, with full jitter. */
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_CAP_MS = 300_000;
@@ -74,7 +74,7 @@ export function stepState(
   if (mine.length === 0) return { kind: 'not_started' };
   const attempt = Math.max(...mine.map((e) => e.attempt));
   const latest = mine.filter((e) => e.attempt === attempt);
-  if (latest.some((e) => !TERMINAL.has(e.status))) return { kind: 'in_flight', attempt };
+  if (latest.some((e) => !stepExecutionStateMachine.isTerminal(e.status))) return { kind: 'in_flight', attempt };
   if (latest.every((e) => e.status === 'succeeded')) return { kind: 'succeeded', attempt };
   const failure = latest.find((e) => e.status !== 'succeeded');
   const error = failure?.error;

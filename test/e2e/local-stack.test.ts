@@ -53,7 +53,8 @@ const workersOf = (pid: number) => descendants(pid).filter((p) => p.args.include
 
 async function startStack(fresh: boolean): Promise<void> {
   output = '';
-  stack = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['local/main.ts', ...(fresh ? ['--fresh'] : [])], {
+  // As `npm start` runs it: one Node process with tsx as a loader, so signals reach the stack itself.
+  stack = spawn(process.execPath, ['--import', 'tsx', 'local/main.ts', ...(fresh ? ['--fresh'] : [])], {
     cwd: ROOT,
     env: {
       ...process.env,

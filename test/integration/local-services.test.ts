@@ -88,28 +88,30 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
 
   it('delivers new event-log items through the Streams API in order, and resumes from its checkpoint', async () => {
     const checkpointFile = join(mkdtempSync(join(tmpdir(), 'capstan-stream-')), 'events.json');
+    const mappingTo = (handler: ConstructorParameters<typeof StreamMapping>[0]['handler']) =>
+      new StreamMapping({
+        endpoint: dynamo.local.endpoint,
+        region,
+        tableName: dynamo.tableNames.events,
+        checkpointFile,
+        pollMs: 20,
+        handler,
+      });
     const seen: number[] = [];
     let failOnce = true;
-    const mapping = new StreamMapping({
-      endpoint: dynamo.local.endpoint,
-      region,
-      tableName: dynamo.tableNames.events,
-      checkpointFile,
-      pollMs: 20,
-      handler: async (event) => {
-        const seqs = event.Records.filter((r: DynamoDBRecord) => r.dynamodb?.NewImage?.runId?.S === 'r2').map((r) =>
-          Number(r.dynamodb?.NewImage?.seq?.N),
-        );
-        // A partial batch failure is retried from the failed record, as the CDK mapping's setting says.
-        if (failOnce && seqs.includes(3)) {
-          failOnce = false;
-          const failed = event.Records.find((r) => r.dynamodb?.NewImage?.seq?.N === '3');
-          seen.push(...seqs.filter((s) => s < 3));
-          return { batchItemFailures: [{ itemIdentifier: failed?.dynamodb?.SequenceNumber ?? '' }] };
-        }
-        seen.push(...seqs);
-        return { batchItemFailures: [] };
-      },
+    const mapping = mappingTo(async (event) => {
+      const seqs = event.Records.filter((r: DynamoDBRecord) => r.dynamodb?.NewImage?.runId?.S === 'r2').map((r) =>
+        Number(r.dynamodb?.NewImage?.seq?.N),
+      );
+      // A partial batch failure is retried from the failed record, as the CDK mapping's setting says.
+      if (failOnce && seqs.includes(3)) {
+        failOnce = false;
+        const failed = event.Records.find((r) => r.dynamodb?.NewImage?.seq?.N === '3');
+        seen.push(...seqs.filter((s) => s < 3));
+        return { batchItemFailures: [{ itemIdentifier: failed?.dynamodb?.SequenceNumber ?? '' }] };
+      }
+      seen.push(...seqs);
+      return { batchItemFailures: [] };
     });
     await mapping.start();
     for (let seq = 1; seq <= 5; seq++)
@@ -127,15 +129,8 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
 
     // A new mapping with the same checkpoint sees only what was written after.
     const later: number[] = [];
-    const resumed = new StreamMapping({
-      endpoint: dynamo.local.endpoint,
-      region,
-      tableName: dynamo.tableNames.events,
-      checkpointFile,
-      pollMs: 20,
-      handler: async (event) => {
-        later.push(...event.Records.map((r) => Number(r.dynamodb?.NewImage?.seq?.N)));
-      },
+    const resumed = mappingTo(async (event) => {
+      later.push(...event.Records.map((r) => Number(r.dynamodb?.NewImage?.seq?.N)));
     });
     await resumed.start();
     await doc.send(

@@ -7,6 +7,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { Principal } from '../../domain/entities.js';
+import { isConditionFailure } from './conditional.js';
 
 /** API Gateway closes a WebSocket connection after two hours; its records age out a little later. */
 export const CONNECTION_TTL_SECONDS = 2 * 3600 + 600;
@@ -74,7 +75,6 @@ export interface Subscription {
 }
 
 const subSk = (runId: string) => `SUB#${runId}`;
-const isConditionFailure = (error: unknown) => (error as Error).name === 'ConditionalCheckFailedException';
 
 /**
  * Subscriptions of connections to runs, with a per-subscription delivery lock. Whoever holds the

@@ -20,6 +20,7 @@ import {
   runEventSchema,
 } from '../../domain/events.js';
 import type { RunStatus } from '../../domain/statuses.js';
+import { conditionally } from './conditional.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -357,7 +358,7 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
         leaseOwner: owner,
         leaseExpiresAt: new Date(now.getTime() + leaseMs).toISOString(),
       };
-      try {
+      return conditionally(async () => {
         await client.send(
           new UpdateCommand({
             TableName: state,
@@ -374,15 +375,12 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
           }),
         );
         return leased;
-      } catch (error) {
-        if ((error as Error).name === 'ConditionalCheckFailedException') return undefined;
-        throw error;
-      }
+      }, undefined);
     },
 
     /** Extends a lease the caller holds; false when it no longer holds it. */
     async renewLease(runId: string, executionId: string, owner: string, until: Date): Promise<boolean> {
-      try {
+      return conditionally(async () => {
         await client.send(
           new UpdateCommand({
             TableName: state,
@@ -399,10 +397,7 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
           }),
         );
         return true;
-      } catch (error) {
-        if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-        throw error;
-      }
+      }, false);
     },
 
     async aggregate(runId: string, kind: string, stepId: string, attempt: number): Promise<Aggregate | undefined> {
@@ -470,7 +465,7 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
       stepId: string,
       attempt: number,
     ): Promise<Aggregate | undefined> {
-      try {
+      return conditionally(async () => {
         const { Attributes } = await client.send(
           new UpdateCommand({
             TableName: state,
@@ -483,10 +478,7 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
           }),
         );
         return aggregateSchema.parse(Attributes);
-      } catch (error) {
-        if ((error as Error).name === 'ConditionalCheckFailedException') return undefined;
-        throw error;
-      }
+      }, undefined);
     },
 
     async receipt(key: string): Promise<Receipt | undefined> {
