@@ -30,6 +30,7 @@ import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import { Cluster, ContainerImage, ContainerInsights } from 'aws-cdk-lib/aws-ecs';
 import { EventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -175,8 +176,10 @@ export class StatelessStack extends Stack {
       identitySources: [IdentitySource.header('Authorization')],
       resultsCacheTtl: Duration.minutes(5),
     });
+    const routeFns = new Map<string, NodejsFunction>();
     for (const route of ROUTES) {
       const handler = fn(`api-${route.handler}`, `functions/api/${route.handler}.ts`);
+      routeFns.set(route.handler, handler);
       for (const [k, v] of Object.entries(queueEnv)) handler.addEnvironment(k, v);
       const resource = route.path
         .split('/')
@@ -265,24 +268,53 @@ export class StatelessStack extends Stack {
     });
 
     // Least privilege: each function gets the grants its handlers need.
+    // Reading routes and the stream's consumers only read the run state and the event log.
+    const readers = new Set([
+      ...ROUTES.filter((r) => r.method === 'GET').flatMap((r) => routeFns.get(r.handler) ?? []),
+      wsConnect,
+      wsDisconnect,
+      wsDefault,
+      broadcaster,
+    ]);
     for (const f of functions.values()) {
       if (f === authorizerFn) continue;
-      state.grantReadWriteData(f);
-      events.grantReadWriteData(f);
+      if (readers.has(f)) {
+        state.grantReadData(f);
+        events.grantReadData(f);
+      } else {
+        state.grantReadWriteData(f);
+        events.grantReadWriteData(f);
+      }
       f.addEnvironment('CAPSTAN_EVENT_BUS', bus.eventBusName);
     }
     for (const f of [wsConnect, wsDisconnect, wsDefault, broadcaster]) connections.grantReadWriteData(f);
-    for (const f of functions.values()) {
-      if (f === authorizerFn) continue;
-      interpreter.grantStartExecution(f);
-      interpreter.grantTaskResponse(f);
-      interpreter.grantRead(f);
-      bus.grantPutEventsTo(f);
+    const dispatch = workflowFns.DispatchFunctionArn;
+    for (const f of new Set([reconciler, ...Object.values(workflowFns)])) bus.grantPutEventsTo(f);
+    for (const route of ROUTES) {
+      const f = routeFns.get(route.handler);
+      if (!f) continue;
+      for (const access of route.access ?? []) {
+        if (access === 'start-runs') interpreter.grantStartExecution(f);
+        if (access === 'resume-runs') interpreter.grantTaskResponse(f);
+        if (access === 'check-health') {
+          connections.grantReadData(f);
+          interpreter.grant(f, 'states:DescribeStateMachine');
+          for (const pq of stateful.queues.values())
+            for (const queue of [pq.queue, pq.deadLetterQueue])
+              queue.grant(f, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
+          f.addToRolePolicy(new PolicyStatement({ actions: ['s3:ListBucket'], resources: [evidenceBucket.bucketArn] }));
+        }
+      }
     }
-    for (const pq of stateful.queues.values()) {
-      pq.queue.grantSendMessages(workflowFns.DispatchFunctionArn);
-      pq.queue.grantSendMessages(reconciler);
-    }
+    // The Dispatch task sends commands and resumes its own execution when nothing is left to wait for.
+    interpreter.grantTaskResponse(dispatch);
+    for (const pq of stateful.queues.values()) pq.queue.grantSendMessages(dispatch);
+    // The reconciler re-dispatches recovered step executions, resumes executions and repairs drift.
+    interpreter.grantTaskResponse(reconciler);
+    interpreter.grantRead(reconciler);
+    interpreter.grantStartExecution(reconciler);
+    for (const pq of stateful.queues.values()) pq.queue.grantSendMessages(reconciler);
+    interpreter.grantStartExecution(ticketIngest);
     evidenceBucket.grantReadWrite(reconciler);
 
     // Workers: one hardened Fargate service per sandbox profile.

@@ -18,6 +18,7 @@ import { type Gateway, startGateway, WEBSOCKET_PATH } from './gateway.js';
 import { makeLocalIssuer, type LocalIssuer } from './issuer.js';
 import { invokeLocal } from './lambdas.js';
 import { startLocalQueues } from './queues.js';
+import { type MeteredEndpoint, startMeteredEndpoint } from './request-meter.js';
 import { startLocalSecrets } from './secrets.js';
 import { LocalStepFunctions } from './stepfunctions.js';
 import { StreamMapping } from './streams.js';
@@ -39,6 +40,8 @@ export interface LocalStackOptions {
   readonly reconcileIntervalMs: number;
   /** Extra environment for the handlers and workers (for example a short heartbeat in tests). */
   readonly env?: Readonly<Record<string, string>>;
+  /** Puts a counting proxy in front of DynamoDB and SQS (for the bench). */
+  readonly meterRequests?: boolean;
   readonly log: (line: string) => void;
 }
 
@@ -51,6 +54,8 @@ export interface LocalStack {
   readonly workers: WorkerPool;
   readonly stepFunctions: LocalStepFunctions;
   readonly resumedExecutions: readonly string[];
+  /** Requests counted at the DynamoDB and SQS endpoints when `meterRequests` is set. */
+  readonly meters?: { readonly dynamodb: MeteredEndpoint; readonly sqs: MeteredEndpoint };
   stop(): Promise<void>;
   /** Kills the child processes at once; for an exit hook. */
   kill(): void;
@@ -113,10 +118,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
     const restUrl = `http://127.0.0.1:${port}`;
     const queueEndpoint = `http://127.0.0.1:${queues.port}`;
+    let meters: LocalStack['meters'];
+    if (options.meterRequests) {
+      const metered = {
+        dynamodb: await startMeteredEndpoint(dynamo.endpoint),
+        sqs: await startMeteredEndpoint(queueEndpoint),
+      };
+      meters = metered;
+      cleanups.push(async () => {
+        await metered.dynamodb.close();
+        await metered.sqs.close();
+      });
+    }
     const endpoints = {
-      DYNAMODB: dynamo.endpoint,
+      DYNAMODB: meters?.dynamodb.url ?? dynamo.endpoint,
       DYNAMODB_STREAMS: dynamo.endpoint,
-      SQS: queueEndpoint,
+      SQS: meters?.sqs.url ?? queueEndpoint,
       S3: queueEndpoint,
       SFN: `http://127.0.0.1:${port + 3}`,
       SECRETS_MANAGER: `http://127.0.0.1:${port + 4}`,
@@ -246,6 +263,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       workers: pool,
       stepFunctions,
       resumedExecutions,
+      ...(meters ? { meters } : {}),
       stop,
       kill,
     };

@@ -108,6 +108,13 @@ export class LocalStepFunctions {
     }
   }
 
+  /** Executions still running, for a caller waiting for a batch of runs to settle. */
+  get running(): number {
+    let count = 0;
+    for (const record of this.executions.values()) if (record.status === 'RUNNING') count++;
+    return count;
+  }
+
   get endpoint(): string {
     if (!this.service) throw new Error('the local Step Functions endpoint is not started');
     return this.service.endpoint;

@@ -17,17 +17,32 @@ export interface RouteSpec {
   readonly authorized: boolean;
   /** Roles allowed to call; enforced again in the use case. */
   readonly roles: readonly Role[];
+  /** AWS access beyond the tables, granted to this route's function and nothing else. */
+  readonly access?: readonly RouteAccess[];
 }
+
+/**
+ * `start-runs`: start interpreter executions. `resume-runs`: send task success/failure to a
+ * waiting execution. `check-health`: describe the tables, state machine, queues and bucket.
+ */
+export type RouteAccess = 'start-runs' | 'resume-runs' | 'check-health';
 
 const ANY_ROLE: readonly Role[] = ['viewer', 'operator', 'approver', 'admin'];
 const OPERATE: readonly Role[] = ['operator', 'admin'];
 
 export const ROUTES: readonly RouteSpec[] = [
-  { method: 'GET', path: '/v1/health', handler: 'health', authorized: false, roles: [] },
+  { method: 'GET', path: '/v1/health', handler: 'health', authorized: false, roles: [], access: ['check-health'] },
   { method: 'POST', path: '/v1/runbooks', handler: 'create-runbook', authorized: true, roles: OPERATE },
   { method: 'GET', path: '/v1/runbooks', handler: 'list-runbooks', authorized: true, roles: ANY_ROLE },
   { method: 'GET', path: '/v1/runbooks/{id}', handler: 'get-runbook', authorized: true, roles: ANY_ROLE },
-  { method: 'POST', path: '/v1/runs', handler: 'create-run', authorized: true, roles: OPERATE },
+  {
+    method: 'POST',
+    path: '/v1/runs',
+    handler: 'create-run',
+    authorized: true,
+    roles: OPERATE,
+    access: ['start-runs'],
+  },
   { method: 'GET', path: '/v1/runs', handler: 'list-runs', authorized: true, roles: ANY_ROLE },
   { method: 'GET', path: '/v1/runs/{id}', handler: 'get-run', authorized: true, roles: ANY_ROLE },
   { method: 'GET', path: '/v1/runs/{id}/events', handler: 'get-run-events', authorized: true, roles: ANY_ROLE },

@@ -186,6 +186,30 @@ describe('the stateless stack', () => {
     );
     expect(open).toHaveLength(1);
   });
+
+  /** Every IAM action the default policy of a function's role allows. */
+  const actionsOf = (functionId: string): string[] =>
+    resources(stateless, 'AWS::IAM::Policy')
+      .filter(([id]) => id.startsWith(functionId))
+      .flatMap(([, policy]) =>
+        (policy.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement.flatMap(
+          (statement) => statement.Action,
+        ),
+      );
+
+  it('grants each function only the AWS access its handler needs', () => {
+    expect(actionsOf('Fnapicreaterun')).toContain('states:StartExecution');
+    for (const readOnly of ['Fnapilistruns', 'Fnapigetrun', 'Fnapicancelrun', 'Fnplan']) {
+      expect(actionsOf(readOnly)).not.toContain('states:StartExecution');
+      expect(actionsOf(readOnly)).not.toContain('states:SendTaskSuccess');
+      expect(actionsOf(readOnly)).not.toContain('sqs:SendMessage');
+    }
+    expect(actionsOf('Fndispatch')).toEqual(expect.arrayContaining(['sqs:SendMessage', 'states:SendTaskSuccess']));
+    expect(actionsOf('Fnapihealth')).toEqual(
+      expect.arrayContaining(['sqs:GetQueueAttributes', 'states:DescribeStateMachine', 's3:ListBucket']),
+    );
+    expect(actionsOf('Fnapihealth')).not.toContain('dynamodb:PutItem');
+  });
 });
 
 describe('cdk-nag', () => {

@@ -24,17 +24,27 @@ const toHead = (item: unknown): RunbookHead => {
   return { ...head, ...(head.description === undefined ? {} : { description: head.description }) };
 };
 
+const VERSION_CACHE_SIZE = 256;
+
 /**
  * Runbook versions in the state table. A version, its digest marker and the runbook head are
  * written in one transaction, each with a condition, so two writers never store the same
  * version number or the same content twice.
  */
 export function makeDynamoRunbookStore(client: DynamoDBDocumentClient, tableName: string): RunbookStore {
+  // Versions never change once stored, so a warm function keeps the ones it has read.
+  const versions = new Map<string, RunbookVersion>();
   const get = async (tenantId: string, runbookId: string, version: number): Promise<RunbookVersion | undefined> => {
-    const { Item } = await client.send(
-      new GetCommand({ TableName: tableName, Key: { pk: runbookKey(tenantId, runbookId), sk: versionKey(version) } }),
-    );
-    return Item ? versionItemSchema.parse(Item).item : undefined;
+    const pk = runbookKey(tenantId, runbookId);
+    const cacheKey = `${pk}|${version}`;
+    const cached = versions.get(cacheKey);
+    if (cached) return cached;
+    const { Item } = await client.send(new GetCommand({ TableName: tableName, Key: { pk, sk: versionKey(version) } }));
+    if (!Item) return undefined;
+    const found = versionItemSchema.parse(Item).item;
+    if (versions.size >= VERSION_CACHE_SIZE) versions.delete(versions.keys().next().value ?? '');
+    versions.set(cacheKey, found);
+    return found;
   };
   return {
     get,

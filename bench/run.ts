@@ -1,0 +1,58 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runsScenario } from './scenarios/runs.js';
+import type { Scenario, Section } from './support.js';
+
+/**
+ * `npm run bench [-- <scenario>...]`: runs each scenario on a fresh local stack and writes
+ * `bench/report.md` (for people) and `bench/report.json` (for comparing runs).
+ */
+const SCENARIOS: Readonly<Record<string, Scenario>> = {
+  runs: runsScenario,
+};
+
+const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
+const unknown = requested.filter((name) => !(name in SCENARIOS));
+if (unknown.length > 0) {
+  console.error(`unknown scenario ${unknown.join(', ')}; choose from ${Object.keys(SCENARIOS).join(', ')}`);
+  process.exit(2);
+}
+const names = requested.length > 0 ? requested : Object.keys(SCENARIOS);
+
+const sections: Section[] = [];
+for (const name of names) {
+  const scenario = SCENARIOS[name];
+  if (!scenario) continue;
+  const started = Date.now();
+  console.log(`[${name}] starting`);
+  sections.push(await scenario((line) => console.log(`[${name}] ${line}`)));
+  console.log(`[${name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+const machine = `${process.platform} ${process.arch}, Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`;
+const markdown = [
+  '# Capstan bench report',
+  '',
+  `${new Date().toISOString()} · ${machine}`,
+  '',
+  ...sections.flatMap((section) => [
+    `## ${section.title}`,
+    '',
+    section.setup,
+    '',
+    '| measure | value | notes |',
+    '| --- | --- | --- |',
+    ...section.measures.map((m) => `| ${m.name} | ${m.value} | ${m.note ?? ''} |`),
+    '',
+  ]),
+].join('\n');
+
+const dir = import.meta.dirname;
+mkdirSync(dir, { recursive: true });
+writeFileSync(join(dir, 'report.md'), markdown);
+writeFileSync(
+  join(dir, 'report.json'),
+  `${JSON.stringify({ at: new Date().toISOString(), machine, sections }, null, 2)}\n`,
+);
+console.log(`\n${markdown}\nwritten to bench/report.md and bench/report.json`);
+process.exit(0);

@@ -1,0 +1,166 @@
+import { invocationCounts } from '../../local/lambdas.js';
+import type { RunEvent } from '../../shared/domain/events.js';
+import {
+  createRun,
+  fixed,
+  ms,
+  percentile,
+  pool,
+  register,
+  type Scenario,
+  settle,
+  startBenchStack,
+  timeOf,
+} from '../support.js';
+
+const RUNS = Number(process.env.CAPSTAN_BENCH_RUNS ?? 200);
+const STEPS = 3;
+const CONCURRENT_CREATES = 20;
+
+const NOOP_RUNBOOK = {
+  name: 'bench-noop',
+  environment: 'dev',
+  sandbox_profile: 'dev-flex',
+  steps: Array.from({ length: STEPS }, (_, i) => ({
+    id: `noop-${i + 1}`,
+    backend: 'test',
+    action: 'echo',
+    params: { message: '' },
+  })),
+};
+
+/** Per-run latencies from its event log. */
+function latencies(events: readonly RunEvent[]) {
+  const created = events.find((e) => e.type === 'run.created');
+  const dispatched = events.filter((e) => e.type === 'step.dispatched');
+  const started = events.filter((e) => e.type === 'step.started');
+  const firstDispatch = dispatched[0];
+  if (!created || !firstDispatch) throw new Error(`run ${events[0]?.runId ?? '?'} was never dispatched`);
+  const dispatchToStart = started.flatMap((start) => {
+    const dispatch = dispatched.find((d) => d.stepId === start.stepId && d.payload.attempt === start.payload.attempt);
+    return dispatch ? [timeOf(start) - timeOf(dispatch)] : [];
+  });
+  return { createToDispatch: timeOf(firstDispatch) - timeOf(created), dispatchToStart };
+}
+
+function perStep(counts: Record<string, number>, steps: number) {
+  return Object.fromEntries(
+    Object.entries(counts)
+      .filter(([, n]) => n > 0)
+      .sort(([, a], [, b]) => b - a)
+      .map(([op, n]) => [op, Number(fixed(n / steps))]),
+  );
+}
+
+const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+
+/**
+ * 200 runs of a three-step no-op runbook on the local stack with two workers: how fast a run
+ * reaches its first dispatch and a step its worker, how many runs per second, and what each
+ * step costs in Step Functions transitions, Lambda invocations, DynamoDB and SQS requests.
+ */
+export const runsScenario: Scenario = async (progress) => {
+  const bench = await startBenchStack({ workers: { 'dev-flex': 2 }, meterRequests: true });
+  try {
+    const { stack } = bench;
+    const meters = stack.meters;
+    if (!meters) throw new Error('the stack was started without request meters');
+    await register(bench, NOOP_RUNBOOK);
+    progress('warming up');
+    await createRun(bench, 'bench-noop');
+    await settle(bench, 60_000, progress);
+
+    for (const key of Object.keys(invocationCounts)) invocationCounts[key] = 0;
+    meters.dynamodb.reset();
+    meters.sqs.reset();
+    const transitionsBefore = stack.stepFunctions.counters.stateTransitions;
+
+    progress(`creating ${RUNS} runs (${CONCURRENT_CREATES} at a time)`);
+    const startedAt = Date.now();
+    const runIds = await pool(
+      Array.from({ length: RUNS }, (_, i) => i),
+      CONCURRENT_CREATES,
+      () => createRun(bench, 'bench-noop'),
+    );
+    await settle(bench, 600_000, progress);
+    const wallMs = Date.now() - startedAt;
+
+    const dynamodb = { ...meters.dynamodb.counts };
+    const sqs = Object.fromEntries(Object.entries(meters.sqs.counts).filter(([op]) => !op.startsWith('S3 ')));
+    const lambdas = { ...invocationCounts };
+    const transitions = stack.stepFunctions.counters.stateTransitions - transitionsBefore;
+
+    progress('reading the event logs');
+    const logs = await pool(runIds, 10, (runId) => bench.events(runId));
+    const statuses: Record<string, number> = {};
+    for (const events of logs) {
+      const last = events.at(-1)?.type ?? 'none';
+      statuses[last] = (statuses[last] ?? 0) + 1;
+    }
+    const measured = logs.map(latencies);
+    const createToDispatch = measured.map((m) => m.createToDispatch);
+    const dispatchToStart = measured.flatMap((m) => m.dispatchToStart);
+    const firstCreate = Math.min(...logs.map((events) => timeOf(events[0] as RunEvent)));
+    const lastEnd = Math.max(...logs.map((events) => timeOf(events.at(-1) as RunEvent)));
+    const steps = RUNS * STEPS;
+    const runsPerSecond = RUNS / ((lastEnd - firstCreate) / 1000);
+
+    return {
+      title: 'Runs end to end',
+      setup: `${RUNS} runs of a ${STEPS}-step no-op runbook (test.echo), created ${CONCURRENT_CREATES} at a time, two dev-flex workers, requests counted at the local DynamoDB and SQS endpoints`,
+      measures: [
+        {
+          name: 'runs ended',
+          value: Object.entries(statuses)
+            .map(([t, n]) => `${n} ${t}`)
+            .join(', '),
+        },
+        {
+          name: 'create-to-dispatch p50 / p99',
+          value: `${ms(percentile(createToDispatch, 50))} / ${ms(percentile(createToDispatch, 99))}`,
+        },
+        {
+          name: 'step dispatch-to-start p50 / p99',
+          value: `${ms(percentile(dispatchToStart, 50))} / ${ms(percentile(dispatchToStart, 99))}`,
+          note: 'includes the queue wait: every run is in flight at once and each worker runs one step at a time',
+        },
+        {
+          name: 'runs per second',
+          value: fixed(runsPerSecond),
+          note: `first create to last run end; wall ${fixed(wallMs / 1000, 1)} s`,
+        },
+        { name: 'Step Functions state transitions per step', value: fixed(transitions / steps) },
+        {
+          name: 'Lambda invocations per step',
+          value: fixed(sum(lambdas) / steps),
+          note: JSON.stringify(perStep(lambdas, steps)),
+        },
+        {
+          name: 'DynamoDB requests per step',
+          value: fixed(sum(dynamodb) / steps),
+          note: JSON.stringify(perStep(dynamodb, steps)),
+        },
+        {
+          name: 'SQS requests per step',
+          value: fixed(sum(sqs) / steps),
+          note: `${JSON.stringify(perStep(sqs, steps))}; idle long polls included`,
+        },
+      ],
+      data: {
+        runs: RUNS,
+        steps,
+        statuses,
+        createToDispatch,
+        dispatchToStart,
+        wallMs,
+        runsPerSecond,
+        transitions,
+        lambdas,
+        dynamodb,
+        sqs,
+      },
+    };
+  } finally {
+    await bench.close();
+  }
+};

@@ -1,0 +1,44 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMeteredEndpoint, type MeteredEndpoint } from '../../../local/request-meter.js';
+
+let upstream: ReturnType<typeof createServer>;
+let meter: MeteredEndpoint;
+
+beforeAll(async () => {
+  upstream = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ echoed: body, path: request.url }));
+    });
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  meter = await startMeteredEndpoint(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`);
+});
+
+afterAll(async () => {
+  await meter.close();
+  upstream.close();
+});
+
+describe('the request meter', () => {
+  it('passes requests through and counts them by the operation they name', async () => {
+    const call = (headers: Record<string, string>, path = '/', body = '{}') =>
+      fetch(`${meter.url}${path}`, { method: 'POST', headers, body }).then((r) => r.json());
+    expect(await call({ 'x-amz-target': 'DynamoDB_20120810.PutItem' }, '/', '{"a":1}')).toEqual({
+      echoed: '{"a":1}',
+      path: '/',
+    });
+    await call({ 'x-amz-target': 'DynamoDB_20120810.PutItem' });
+    await call({ 'x-amz-target': 'AmazonSQS.ReceiveMessage' });
+    await call({}, '/?Action=SendMessage');
+    await call({}, '/bucket/key');
+    expect(meter.counts).toEqual({ PutItem: 2, ReceiveMessage: 1, SendMessage: 1, 'S3 POST': 1 });
+    expect(meter.total()).toBe(5);
+    meter.reset();
+    expect(meter.total()).toBe(0);
+  });
+});
