@@ -5,7 +5,8 @@ import { makeConnectionStore, makeSubscriptionStore } from '../shared/adapters/d
 import { documentClient } from '../shared/adapters/dynamodb/client.js';
 import { makeDynamoRunbookStore } from '../shared/adapters/dynamodb/runbook-store.js';
 import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
-import { makeSfnCallbacks, makeSfnRunStarter } from '../shared/adapters/sfn.js';
+import { makeSfnCallbacks, makeSfnInterpreterControl, makeSfnRunStarter } from '../shared/adapters/sfn.js';
+import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
 import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
 import { config, required } from '../shared/config.js';
 
@@ -47,3 +48,17 @@ export const liveStreamDeps = () => {
     clock: systemClock,
   };
 };
+
+/** For the worker routes. */
+export const workerDeps = () => ({
+  workers: makeWorkerStore(documentClient, config().CAPSTAN_STATE_TABLE),
+  clock: systemClock,
+  heartbeatMs: config().CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000,
+});
+
+/** For the reconciler: the interpreter's ports, the worker registry, and the state machine itself. */
+export const reconcilerDeps = () => ({
+  ...interpreterDeps(),
+  ...workerDeps(),
+  interpreter: makeSfnInterpreterControl(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
+});

@@ -1,3 +1,32 @@
-export const handler = async (): Promise<void> => {
-  throw new Error('not implemented');
+import { Logger } from '@aws-lambda-powertools/logger';
+import { makeReconcile, type ReconcileSummary } from '../shared/app/reconciler.js';
+import { reconcilerDeps } from './dependencies.js';
+
+const logger = new Logger({ serviceName: 'capstan-reconciler' });
+const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) => logger.info(message, fields ?? {}) });
+
+/** Sweeps per invocation, spread over the minute between scheduled invocations. */
+const SWEEPS = Math.max(1, Number(process.env.CAPSTAN_RECONCILE_SWEEPS ?? 3));
+const SWEEP_SPACING_MS = 20_000;
+
+/**
+ * The scheduled reconciler. EventBridge invokes it once a minute; it sweeps `SWEEPS` times, 20 s
+ * apart, so a lost step execution waits at most about 20 s after its lease expires.
+ */
+export const handler = async (): Promise<ReconcileSummary> => {
+  const total: ReconcileSummary = {
+    deadWorkers: 0,
+    leasesExpired: 0,
+    recovered: 0,
+    notRecovered: 0,
+    pausedForOperator: 0,
+    statesFixed: 0,
+  };
+  for (let sweep = 0; sweep < SWEEPS; sweep++) {
+    if (sweep > 0) await new Promise((resolve) => setTimeout(resolve, SWEEP_SPACING_MS));
+    const summary = await reconcile();
+    for (const key of Object.keys(total) as Array<keyof ReconcileSummary>) total[key] += summary[key];
+  }
+  logger.info('reconciled', { ...total });
+  return total;
 };

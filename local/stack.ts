@@ -159,6 +159,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',
+      CAPSTAN_RECONCILE_SWEEPS: '1',
       ...options.env,
     };
     Object.assign(process.env, env);
@@ -219,7 +220,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await broadcast.start();
     cleanups.push(() => broadcast.stop());
 
+    // The schedule invokes the reconciler; locally one sweep per tick, never two at once.
+    let reconciling = false;
     const reconcile = setInterval(() => {
+      if (reconciling) return;
+      reconciling = true;
       invoke('reconciler', {
         version: '0',
         id: crypto.randomUUID(),
@@ -230,7 +235,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         region: REGION,
         resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/${PREFIX}-reconcile`],
         detail: {},
-      }).catch((error: unknown) => log(`reconciler failed: ${(error as Error).message}`));
+      })
+        .then((summary) => {
+          const counts = Object.entries(summary as Record<string, number>).filter(([, n]) => n > 0);
+          if (counts.length > 0) log(`reconciler: ${counts.map(([k, n]) => `${k}=${n}`).join(' ')}`);
+        })
+        .catch((error: unknown) => log(`reconciler failed: ${(error as Error).message}`))
+        .finally(() => (reconciling = false));
     }, options.reconcileIntervalMs);
     cleanups.push(() => clearInterval(reconcile));
 

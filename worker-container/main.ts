@@ -1,62 +1,125 @@
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { z } from 'zod';
 import { systemClock } from '../shared/app/ports.js';
 import { makeStepResults } from '../shared/app/step-results.js';
-import { sfnClient, sqsClient } from '../shared/adapters/aws-clients.js';
+import {
+  ecsClient,
+  lambdaClient,
+  secretsClient,
+  sfnClient,
+  sqsClient,
+  ssmClient,
+} from '../shared/adapters/aws-clients.js';
 import { documentClient } from '../shared/adapters/dynamodb/client.js';
 import { makeCounters } from '../shared/adapters/dynamodb/counters.js';
 import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
+import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
+import { makeSecretsManagerSource } from '../shared/adapters/secrets.js';
 import { makeSfnCallbacks } from '../shared/adapters/sfn.js';
 import { makeQueueUrls } from '../shared/adapters/sqs/command-queue.js';
 import { config } from '../shared/config.js';
-import { sandboxProfileNameSchema } from '../shared/domain/sandbox-profiles.js';
+import { DEFAULT_REDACTION_PATTERNS, parsePatterns } from '../shared/domain/redaction.js';
+import { SANDBOX_PROFILES, sandboxProfileNameSchema } from '../shared/domain/sandbox-profiles.js';
+import { LEASE_HEARTBEATS } from '../shared/domain/workers.js';
 import { stepQueueName } from '../shared/resources/queues.js';
+import { makeAwsBackend } from './backends/aws.js';
+import { makeHttpBackend } from './backends/http.js';
+import { makeNotifyBackend } from './backends/notify.js';
+import { makeScriptBackend } from './backends/script.js';
 import { makeTestBackend } from './backends/test.js';
 import { Worker } from './worker.js';
 
 const workerEnvSchema = z.object({
   CAPSTAN_SANDBOX_PROFILE: sandboxProfileNameSchema,
   CAPSTAN_WORKER_NAME: z.string().min(1).optional(),
-  CAPSTAN_LEASE_SECONDS: z.coerce.number().int().min(5).max(3600).default(60),
+  CAPSTAN_WORKER_GROUPS: z.string().default(''),
+  CAPSTAN_VERSION: z.string().default('dev'),
+  /** The allow-listed script catalogue shipped in the image. */
+  CAPSTAN_SCRIPTS_DIR: z.string().default(join(import.meta.dirname, 'scripts')),
+  /** A JSON array of regular expressions redacted besides secret values. */
+  CAPSTAN_REDACT_PATTERNS: z.string().optional(),
 });
 
 async function main(): Promise<void> {
   const env = workerEnvSchema.parse(process.env);
-  const { CAPSTAN_PREFIX, CAPSTAN_STATE_TABLE, CAPSTAN_EVENTS_TABLE } = config();
-  const workerId = `${env.CAPSTAN_WORKER_NAME ?? env.CAPSTAN_SANDBOX_PROFILE}-${hostname()}-${process.pid}`;
+  const { CAPSTAN_PREFIX, CAPSTAN_STATE_TABLE, CAPSTAN_EVENTS_TABLE, CAPSTAN_WORKER_HEARTBEAT_SECONDS } = config();
+  const profile = SANDBOX_PROFILES[env.CAPSTAN_SANDBOX_PROFILE];
+  const workerId = `${env.CAPSTAN_WORKER_NAME ?? profile.name}-${hostname()}-${process.pid}`;
   const logger = new Logger({ serviceName: 'capstan-worker', persistentKeys: { workerId } });
+  const metrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-worker' });
   const runs = makeRunStore(documentClient, { state: CAPSTAN_STATE_TABLE, events: CAPSTAN_EVENTS_TABLE });
   const results = makeStepResults({ runs, callbacks: makeSfnCallbacks(sfnClient()), clock: systemClock });
-  const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, env.CAPSTAN_SANDBOX_PROFILE));
-  const worker = new Worker({
+  const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
+  const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
+  const backends = [
+    makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE)),
+    makeHttpBackend(),
+    makeScriptBackend({ directory: env.CAPSTAN_SCRIPTS_DIR }),
+    makeAwsBackend({
+      ecs: ecsClient(),
+      ssm: ssmClient(),
+      lambda: lambdaClient(),
+      secretsManager: secretsClient(),
+    }),
+    makeNotifyBackend(),
+  ];
+
+  let stops = 0;
+  const stop = (reason: string) => {
+    stops++;
+    if (stops > 1) {
+      // A second signal: give up the current step now and release its lease for the reconciler.
+      logger.warn('stopping at once', { reason });
+      void worker.abort().finally(() => process.exit(1));
+      return;
+    }
+    logger.info('draining', { reason, busy: worker.busy });
+    void worker.stop().then(() => process.exit(0));
+  };
+
+  const worker: Worker = new Worker({
     workerId,
-    profile: env.CAPSTAN_SANDBOX_PROFILE,
+    profile: profile.name,
+    registration: {
+      hostname: hostname(),
+      pid: process.pid,
+      environment: profile.environment,
+      backends: Object.fromEntries(backends.map((b) => [b.name, Object.keys(b.actions)])),
+      groups: env.CAPSTAN_WORKER_GROUPS.split(',')
+        .map((g) => g.trim())
+        .filter(Boolean),
+      version: env.CAPSTAN_VERSION,
+    },
+    workers: makeWorkerStore(documentClient, CAPSTAN_STATE_TABLE),
+    heartbeatMs,
+    leaseMs: LEASE_HEARTBEATS * heartbeatMs,
     queueUrl,
     sqs: sqsClient(),
     runs,
     results,
-    backends: [makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE))],
-    leaseMs: env.CAPSTAN_LEASE_SECONDS * 1000,
+    backends,
+    secrets: makeSecretsManagerSource(secretsClient()),
+    redactPatterns: [...DEFAULT_REDACTION_PATTERNS, ...parsePatterns(env.CAPSTAN_REDACT_PATTERNS)],
+    onViolation: (cmd) => {
+      metrics.addDimensions({ sandboxProfile: profile.name, enforcedBy: 'worker' });
+      metrics.addMetric('SandboxViolations', MetricUnit.Count, 1);
+      metrics.publishStoredMetrics();
+      logger.warn('sandbox violation', { backend: cmd.backend, action: cmd.action, runId: cmd.runId });
+    },
+    onDrainRequested: () => stop('drain requested'),
     log: (message, fields) =>
       fields && 'error' in fields ? logger.error(message, fields) : logger.info(message, fields ?? {}),
   });
-
-  let stops = 0;
-  const stop = (signal: string) => {
-    stops++;
-    if (stops > 1) {
-      // A second signal: give up the current step now; its lease expires and it is recovered.
-      logger.warn('stopping at once', { signal });
-      worker.abort();
-      process.exit(1);
-    }
-    logger.info('draining', { signal, busy: worker.busy });
-    void worker.stop().then(() => process.exit(0));
-  };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  logger.info('worker started', { profile: env.CAPSTAN_SANDBOX_PROFILE, queueUrl });
+  logger.info('worker started', {
+    profile: profile.name,
+    queueUrl,
+    heartbeatSeconds: CAPSTAN_WORKER_HEARTBEAT_SECONDS,
+  });
   await worker.run();
 }
 

@@ -1,3 +1,23 @@
-export const handler = async (): Promise<void> => {
-  throw new Error('not implemented');
+import { Logger } from '@aws-lambda-powertools/logger';
+import { z } from 'zod';
+import { systemClock } from '../../shared/app/ports.js';
+import { interpreterDeps } from '../dependencies.js';
+
+const logger = new Logger({ serviceName: 'capstan-await-resume' });
+const { runs } = interpreterDeps();
+const inputSchema = z.object({
+  runId: z.string().min(1),
+  tenantId: z.string().min(1),
+  decision: z.object({ action: z.literal('pause'), reason: z.string() }),
+  taskToken: z.string().min(1),
+});
+
+/**
+ * The interpreter's Paused task (`.waitForTaskToken`): keeps the token with the run; an operator's
+ * resume sends it, and the interpreter plans again from the stored state.
+ */
+export const handler = async (event: unknown): Promise<void> => {
+  const { runId, decision, taskToken } = inputSchema.parse(event);
+  await runs.putWaitToken(runId, 'resume', taskToken, systemClock.now().toISOString());
+  logger.info('run paused for an operator', { runId, reason: decision.reason });
 };

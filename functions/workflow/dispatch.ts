@@ -1,9 +1,21 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { z } from 'zod';
 import { makeDispatch } from '../../shared/app/interpreter.js';
 import { planDecisionSchema } from '../../shared/domain/planner.js';
 import { interpreterDeps } from '../dependencies.js';
 
-const dispatch = makeDispatch(interpreterDeps());
+const logger = new Logger({ serviceName: 'capstan-dispatch' });
+const metrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-dispatch' });
+const dispatch = makeDispatch({
+  ...interpreterDeps(),
+  onViolation: (violation) => {
+    logger.warn('sandbox violation refused at dispatch', violation);
+    metrics.addDimensions({ sandboxProfile: violation.profile, enforcedBy: 'dispatcher' });
+    metrics.addMetric('SandboxViolations', MetricUnit.Count, 1);
+    metrics.publishStoredMetrics();
+  },
+});
 const inputSchema = z.object({
   runId: z.string().min(1),
   tenantId: z.string().min(1),

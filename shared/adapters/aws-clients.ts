@@ -1,9 +1,12 @@
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
+import { ECSClient } from '@aws-sdk/client-ecs';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import { clientConfig, required } from '../config.js';
 
 /** One client per service and process, each on the endpoint the configuration resolves. */
@@ -18,6 +21,10 @@ export const sfnClient = once(() => new SFNClient(clientConfig('sfn')));
 export const s3Client = once(() => new S3Client(clientConfig('s3')));
 export const secretsClient = once(() => new SecretsManagerClient(clientConfig('secretsManager')));
 export const eventBridgeClient = once(() => new EventBridgeClient(clientConfig('eventBridge')));
+// The worker's `aws` backend acts through these.
+export const ecsClient = once(() => new ECSClient(clientConfig('ecs')));
+export const ssmClient = once(() => new SSMClient(clientConfig('ssm')));
+export const lambdaClient = once(() => new LambdaClient(clientConfig('lambda')));
 /** The `@connections` API of the WebSocket stage (`CAPSTAN_WS_ENDPOINT`, its callback URL). */
 export const connectionsClient = once(
   () => new ApiGatewayManagementApiClient({ endpoint: required('CAPSTAN_WS_ENDPOINT') }),

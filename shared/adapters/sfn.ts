@@ -1,4 +1,6 @@
 import {
+  DescribeExecutionCommand,
+  ExecutionDoesNotExist,
   type SFNClient,
   SendTaskFailureCommand,
   SendTaskSuccessCommand,
@@ -7,6 +9,7 @@ import {
   TaskTimedOut,
 } from '@aws-sdk/client-sfn';
 import type { TaskCallbacks } from '../app/interpreter.js';
+import type { InterpreterControl } from '../app/reconciler.js';
 import type { RunStarter } from '../app/runs.js';
 
 /** Starts the run interpreter with the run id as the execution name (a second start is a no-op). */
@@ -43,5 +46,31 @@ export function makeSfnCallbacks(client: SFNClient): TaskCallbacks {
         .then(() => undefined, ignoreGone),
     fail: (taskToken, error, cause) =>
       client.send(new SendTaskFailureCommand({ taskToken, error, cause })).then(() => undefined, ignoreGone),
+  };
+}
+
+/** What the reconciler needs of the interpreter: an execution's status, and a fresh execution for a run. */
+export function makeSfnInterpreterControl(client: SFNClient, stateMachineArn: string): InterpreterControl {
+  return {
+    async status(executionArn) {
+      try {
+        const { status } = await client.send(new DescribeExecutionCommand({ executionArn }));
+        return status ?? 'UNKNOWN';
+      } catch (error) {
+        if (error instanceof ExecutionDoesNotExist) return 'MISSING';
+        throw error;
+      }
+    },
+    async restart(run, at) {
+      const { executionArn } = await client.send(
+        new StartExecutionCommand({
+          stateMachineArn,
+          name: `${run.runId}-r${at.getTime()}`,
+          input: JSON.stringify({ runId: run.runId, tenantId: run.tenantId }),
+        }),
+      );
+      if (!executionArn) throw new Error('StartExecution returned no execution ARN');
+      return executionArn;
+    },
   };
 }

@@ -7,7 +7,7 @@ import type { EventDraft } from '../domain/events.js';
 import type { StepCommand } from '../domain/messages.js';
 import { plan, type PlanDecision } from '../domain/planner.js';
 import { allSteps, type Runbook, type Step } from '../domain/runbook.js';
-import type { SandboxProfileName } from '../domain/sandbox-profiles.js';
+import { profileAllows, SANDBOX_PROFILES, type SandboxProfileName } from '../domain/sandbox-profiles.js';
 import { runStateMachine, type RunStatus } from '../domain/statuses.js';
 import { substitute } from '../domain/template.js';
 import type { Clock, RunbookStore } from './ports.js';
@@ -28,6 +28,8 @@ export interface InterpreterDeps {
   readonly runbooks: RunbookStore;
   readonly runs: RunStore;
   readonly clock: Clock;
+  /** Told of each step refused because its sandbox profile does not allow the action (a metric). */
+  readonly onViolation?: (violation: { runId: string; stepId: string; action: string; profile: string }) => void;
 }
 
 const draft = (type: EventDraft['type'], now: string, payload: Record<string, Json>, more: Partial<EventDraft> = {}) =>
@@ -52,6 +54,8 @@ function transitionFor(run: Run, decision: PlanDecision, now: string): { status:
       return { status: run.status === 'queued' ? 'running' : run.status, events: [] };
     case 'wait':
       return { status: run.status === 'queued' ? 'running' : run.status, events: [] };
+    case 'pause':
+      return { status: run.status, events: [] };
   }
 }
 
@@ -155,6 +159,55 @@ function targetsOf(step: Step): string[] {
  * already completed resumes the execution at once.
  */
 export function makeDispatch(deps: InterpreterDeps & { queue: CommandQueue; callbacks: TaskCallbacks }) {
+  /** Records a step its sandbox profile does not allow as failed, with `sandbox.violation`, and resumes. */
+  async function refuse(
+    stepId: string,
+    kind: 'step' | 'rollback',
+    attempt: number,
+    executions: readonly StepExecution[],
+    body: { backend: string; action: string },
+    profile: SandboxProfileName,
+    now: string,
+    taskToken: string,
+  ): Promise<void> {
+    const runId = executions[0]?.runId ?? '';
+    const reason = `${body.backend}.${body.action} is not allowed by sandbox profile ${profile}`;
+    const error = { code: 'SANDBOX_VIOLATION', message: reason, retryable: false };
+    try {
+      await deps.runs.mutate(runId, () => ({
+        run: { currentStepId: stepId, updatedAt: now },
+        events: [
+          draft(
+            'sandbox.violation',
+            now,
+            { backend: body.backend, action: body.action, sandboxProfile: profile, enforcedBy: 'dispatcher', reason },
+            { stepId, meta: { sandboxProfile: profile } },
+          ),
+          draft('step.failed', now, { kind, attempt, outcome: 'failed', error }, { stepId }),
+        ],
+        writes: [
+          ...executions.map((e) => deps.runs.putExecution({ ...e, status: 'failed', endedAt: now, error })),
+          deps.runs.putAggregate(runId, {
+            kind,
+            stepId,
+            attempt,
+            total: executions.length,
+            done: executions.length,
+            succeeded: 0,
+            failed: executions.length,
+            completed: true,
+            taskToken,
+          }),
+        ],
+      }));
+    } catch (err) {
+      // Recorded already by an earlier delivery of this task.
+      if ((err as Error).name !== 'StaleWriteError') throw err;
+    }
+    deps.onViolation?.({ runId, stepId, action: `${body.backend}.${body.action}`, profile });
+    await deps.callbacks.succeed(taskToken, { stepId, kind, attempt, refused: true });
+  }
+
   return async function dispatch(
     runId: string,
     decision: Extract<PlanDecision, { action: 'dispatch' }>,
@@ -187,6 +240,12 @@ export function makeDispatch(deps: InterpreterDeps & { queue: CommandQueue; call
         secretsUsed: [],
       }));
       const body = kind === 'rollback' && step.rollback ? step.rollback : step;
+      const profile = runbook.sandbox_profile;
+      if (!profileAllows(SANDBOX_PROFILES[profile], body.backend, body.action)) {
+        // Refused before anything is queued: the step fails for good and the run goes on from there.
+        await refuse(step.id, kind, attempt, executions, body, profile, now, taskToken);
+        return;
+      }
       try {
         await deps.runs.mutate(runId, () => ({
           run: { currentStepId: step.id, updatedAt: now },

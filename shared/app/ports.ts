@@ -1,4 +1,4 @@
-import type { RunbookVersion } from '../domain/entities.js';
+import type { RunbookVersion, Worker } from '../domain/entities.js';
 
 /** Current time, passed in so use cases stay testable. */
 export interface Clock {
@@ -35,4 +35,30 @@ export interface RunbookStore {
   putVersion(version: RunbookVersion, description: string | undefined): Promise<boolean>;
   get(tenantId: string, runbookId: string, version: number): Promise<RunbookVersion | undefined>;
   list(tenantId: string, limit: number, cursor?: string): Promise<Page<RunbookHead>>;
+}
+
+/** What a worker reports with each heartbeat. */
+export interface Heartbeat {
+  readonly status: 'idle' | 'busy' | 'draining';
+  readonly at: string;
+  readonly currentExecutionId?: string;
+  readonly stats: { readonly cpuPercent: number; readonly rssBytes: number; readonly tasksCompleted: number };
+}
+
+/** Where workers register and heartbeat (seed 002). */
+export interface WorkerStore {
+  register(worker: Worker): Promise<void>;
+  /** Records a heartbeat; `accepted: false` when the worker was declared dead or deregistered. */
+  heartbeat(workerId: string, beat: Heartbeat): Promise<{ accepted: boolean; drainRequested: boolean }>;
+  /** Moves a live worker to `status`; with `expected`, only if it has not heartbeat since. */
+  setStatus(
+    workerId: string,
+    status: 'dead' | 'deregistered' | 'idle',
+    expected?: Pick<Worker, 'lastHeartbeatAt'>,
+  ): Promise<boolean>;
+  /** Marks a worker idle when it still shows busy with `executionId` (drift repair). */
+  clearCurrent(workerId: string, executionId: string): Promise<boolean>;
+  /** Asks a live worker to drain; false when there is no such live worker. */
+  requestDrain(workerId: string): Promise<boolean>;
+  list(): Promise<Array<Worker & { drainRequested: boolean }>>;
 }

@@ -52,8 +52,8 @@ export function makeStepResults(deps: StepResultDeps) {
   }
 
   return {
-    /** leased -> running, with `step.started`. */
-    async started(cmd: StepCommand, workerId: string): Promise<void> {
+    /** leased -> running, with `step.started` and the ids of the secrets the step uses. */
+    async started(cmd: StepCommand, workerId: string, secretsUsed: readonly string[] = []): Promise<void> {
       const now = deps.clock.now().toISOString();
       const execution = await current(cmd);
       await runs.mutate(cmd.runId, () => ({
@@ -62,11 +62,23 @@ export function makeStepResults(deps: StepResultDeps) {
             cmd,
             'step.started',
             now,
-            { kind: cmd.kind, attempt: cmd.attempt, backend: cmd.backend, action: cmd.action },
+            {
+              kind: cmd.kind,
+              attempt: cmd.attempt,
+              backend: cmd.backend,
+              action: cmd.action,
+              ...(secretsUsed.length > 0 && { secretsUsed: [...secretsUsed] }),
+            },
             workerId,
           ),
         ],
-        writes: [runs.updateExecution({ ...execution, status: 'running', startedAt: now }, ['leased'], workerId)],
+        writes: [
+          runs.updateExecution(
+            { ...execution, status: 'running', startedAt: now, secretsUsed: [...secretsUsed] },
+            ['leased'],
+            workerId,
+          ),
+        ],
       }));
     },
 
@@ -103,8 +115,26 @@ export function makeStepResults(deps: StepResultDeps) {
         ...(result.outcome !== 'succeeded' && { error: result.error }),
       };
       const receiptNeeded = succeeded && !result.fromReceipt;
+      const violation = result.outcome !== 'succeeded' && result.error.code === 'SANDBOX_VIOLATION';
       await runs.mutate(cmd.runId, () => ({
         events: [
+          ...(violation
+            ? [
+                draft(
+                  cmd,
+                  'sandbox.violation',
+                  now,
+                  {
+                    backend: cmd.backend,
+                    action: cmd.action,
+                    sandboxProfile: cmd.sandboxProfile,
+                    enforcedBy: 'worker',
+                    reason: result.error.message,
+                  },
+                  workerId,
+                ),
+              ]
+            : []),
           draft(
             cmd,
             succeeded ? 'step.succeeded' : 'step.failed',

@@ -41,6 +41,34 @@ const httpCommon = {
 
 const action = (spec: ActionSpec): ActionSpec => spec;
 
+/** The params of the actions the worker's backends implement, shared by the API and the worker. */
+export const httpGetParams = z.strictObject(httpCommon);
+export const httpPostParams = z.strictObject({ ...httpCommon, body: z.json().optional() });
+export const httpRequestParams = z.strictObject({
+  ...httpCommon,
+  method: z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']),
+  body: z.json().optional(),
+});
+export const scriptRunParams = z.strictObject({
+  script: scriptName,
+  args: z.array(z.string().max(4096)).max(64).default([]),
+});
+export const ecsForceNewDeploymentParams = z.strictObject({ cluster: z.string().min(1), service: z.string().min(1) });
+export const ssmSendCommandParams = z.strictObject({
+  document_name: z.string().min(1),
+  instance_ids: z
+    .array(z.string().regex(/^(i|mi)-[0-9a-f]{8,17}$/, 'must be an instance id'))
+    .min(1)
+    .max(50),
+  parameters: z.record(z.string(), z.array(z.string())).default({}),
+});
+export const lambdaInvokeParams = z.strictObject({ function_name: z.string().min(1), payload: z.json().optional() });
+export const rotateSecretParams = z.strictObject({ secret_id: z.string().min(1) });
+export const notifyPostParams = z.strictObject({
+  webhook_secret: z.string().min(1),
+  text: z.string().min(1).max(4000),
+});
+
 /** Every backend Capstan knows. The API validates runbooks against it; the worker implements it. */
 export const CATALOGUE: Readonly<Record<string, BackendSpec>> = {
   test: {
@@ -88,25 +116,21 @@ export const CATALOGUE: Readonly<Record<string, BackendSpec>> = {
     actions: {
       get: action({
         description: 'GET a URL and check the answer',
-        params: z.strictObject(httpCommon),
+        params: httpGetParams,
         safeToRetry: true,
         reversible: false,
         destructive: false,
       }),
       post: action({
         description: 'POST a JSON body and check the answer',
-        params: z.strictObject({ ...httpCommon, body: z.json().optional() }),
+        params: httpPostParams,
         safeToRetry: false,
         reversible: false,
         destructive: false,
       }),
       request: action({
         description: 'Any method, with an optional JSON body',
-        params: z.strictObject({
-          ...httpCommon,
-          method: z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']),
-          body: z.json().optional(),
-        }),
+        params: httpRequestParams,
         safeToRetry: false,
         reversible: false,
         destructive: true,
@@ -118,10 +142,7 @@ export const CATALOGUE: Readonly<Record<string, BackendSpec>> = {
     actions: {
       run: action({
         description: 'Runs a catalogue script with an argument vector',
-        params: z.strictObject({
-          script: scriptName,
-          args: z.array(z.string().max(4096)).max(64).default([]),
-        }),
+        params: scriptRunParams,
         safeToRetry: false,
         reversible: false,
         destructive: true,
@@ -133,35 +154,28 @@ export const CATALOGUE: Readonly<Record<string, BackendSpec>> = {
     actions: {
       'ecs.forceNewDeployment': action({
         description: 'Redeploys an ECS service with its current task definition',
-        params: z.strictObject({ cluster: z.string().min(1), service: z.string().min(1) }),
+        params: ecsForceNewDeploymentParams,
         safeToRetry: true,
         reversible: false,
         destructive: false,
       }),
       'ssm.sendCommand': action({
         description: 'Runs an SSM document on instances',
-        params: z.strictObject({
-          document_name: z.string().min(1),
-          instance_ids: z
-            .array(z.string().regex(/^(i|mi)-[0-9a-f]{8,17}$/, 'must be an instance id'))
-            .min(1)
-            .max(50),
-          parameters: z.record(z.string(), z.array(z.string())).default({}),
-        }),
+        params: ssmSendCommandParams,
         safeToRetry: false,
         reversible: false,
         destructive: true,
       }),
       'lambda.invoke': action({
         description: 'Invokes a Lambda function synchronously',
-        params: z.strictObject({ function_name: z.string().min(1), payload: z.json().optional() }),
+        params: lambdaInvokeParams,
         safeToRetry: false,
         reversible: false,
         destructive: false,
       }),
       'secretsmanager.rotateSecret': action({
         description: 'Starts rotation of a Secrets Manager secret',
-        params: z.strictObject({ secret_id: z.string().min(1) }),
+        params: rotateSecretParams,
         safeToRetry: false,
         reversible: false,
         destructive: true,
@@ -173,7 +187,7 @@ export const CATALOGUE: Readonly<Record<string, BackendSpec>> = {
     actions: {
       post: action({
         description: 'Posts a text message to the webhook whose URL is held in a secret',
-        params: z.strictObject({ webhook_secret: z.string().min(1), text: z.string().min(1).max(4000) }),
+        params: notifyPostParams,
         safeToRetry: false,
         reversible: false,
         destructive: false,

@@ -26,6 +26,8 @@ export const planDecisionSchema = z.discriminatedUnion('action', [
     rolledBack: z.array(z.string()),
   }),
   z.strictObject({ action: z.literal('cancelled') }),
+  /** The run waits for an operator (`POST /v1/runs/{id}/resume`). */
+  z.strictObject({ action: z.literal('pause'), reason: z.string() }),
 ]);
 export type PlanDecision = z.infer<typeof planDecisionSchema>;
 
@@ -39,7 +41,7 @@ export type StepState =
 
 export interface PlanInput {
   readonly runbook: Runbook;
-  readonly run: Pick<Run, 'runId' | 'status' | 'cancelRequested' | 'startedAt' | 'createdAt'> & {
+  readonly run: Pick<Run, 'runId' | 'status' | 'cancelRequested' | 'startedAt' | 'createdAt' | 'error'> & {
     readonly rollbackRequested?: boolean;
   };
   readonly executions: readonly Pick<
@@ -133,6 +135,7 @@ export function plan(input: PlanInput): PlanDecision {
     );
 
   if (run.cancelRequested) return { action: 'cancelled' };
+  if (run.status === 'paused') return { action: 'pause', reason: run.error?.message ?? 'paused for an operator' };
 
   const started = Date.parse(run.startedAt ?? run.createdAt);
   const timedOut = now.getTime() - started > durationMs(runbook.timeout);

@@ -48,4 +48,6 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'GET', path: '/v1/runs/{id}/events', handler: 'get-run-events', authorized: true, roles: ANY_ROLE },
   { method: 'POST', path: '/v1/runs/{id}/cancel', handler: 'cancel-run', authorized: true, roles: OPERATE },
   { method: 'POST', path: '/v1/runs/{id}/rollback', handler: 'rollback-run', authorized: true, roles: OPERATE },
+  { method: 'GET', path: '/v1/workers', handler: 'list-workers', authorized: true, roles: ANY_ROLE },
+  { method: 'POST', path: '/v1/workers/{id}/drain', handler: 'drain-worker', authorized: true, roles: OPERATE },
 ];

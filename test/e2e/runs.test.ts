@@ -287,12 +287,24 @@ describe('runs on the local stack', () => {
     const { makeStepResults } = await import('../../shared/app/step-results.js');
     const { makeSfnCallbacks } = await import('../../shared/adapters/sfn.js');
     const { SFNClient } = await import('@aws-sdk/client-sfn');
+    const { makeWorkerStore } = await import('../../shared/adapters/dynamodb/worker-store.js');
     const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: stack.endpoints.DYNAMODB }));
     const counters = makeCounters(doc, LOCAL_NAMES.tables.state);
     const runs = makeRunStore(doc, { state: LOCAL_NAMES.tables.state, events: LOCAL_NAMES.tables.events });
     const worker = new Worker({
       workerId: 'test-doubled-worker',
       profile: 'staging-standard',
+      registration: {
+        hostname: 'test',
+        pid: process.pid,
+        environment: 'staging',
+        backends: {},
+        groups: [],
+        version: 'test',
+      },
+      workers: makeWorkerStore(doc, LOCAL_NAMES.tables.state),
+      heartbeatMs: 15_000,
+      secrets: { get: () => Promise.reject(new Error('no secrets here')) },
       queueUrl: doubled!,
       sqs,
       runs,

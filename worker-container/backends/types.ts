@@ -31,6 +31,13 @@ export type ActionHandler = (context: ActionContext) => Promise<ActionResult>;
 export interface Backend {
   readonly name: string;
   readonly actions: Readonly<Record<string, ActionHandler>>;
+  /** Secret ids an action's params name (beyond the step's `secrets`), fetched before it runs. */
+  secretsFor?(action: string, params: Record<string, unknown>): readonly string[];
+}
+
+/** Parses params the worker already checked, for a typed view of them. */
+export function typed<T>(schema: { parse(input: unknown): T }, params: Record<string, unknown>): T {
+  return schema.parse(params);
 }
 
 /** Resolves after `ms`, or rejects when the signal aborts. */

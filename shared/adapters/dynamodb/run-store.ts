@@ -2,6 +2,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
+  PutCommand,
   QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
@@ -19,11 +20,29 @@ import {
   type RunEvent,
   runEventSchema,
 } from '../../domain/events.js';
-import type { RunStatus } from '../../domain/statuses.js';
+import { runStateMachine, stepExecutionStateMachine, type RunStatus } from '../../domain/statuses.js';
 import { conditionally } from './conditional.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** Step executions holding a lease, by expiry (gsi2), so the reconciler finds the expired ones. */
+const LEASES_INDEX = 'LEASES';
+/** Runs not yet ended, by creation (gsi2), so the reconciler can check their executions. */
+const ACTIVE_RUNS_INDEX = 'ACTIVE_RUNS';
+const leaseIndexKey = (until: string, runId: string, executionId: string) => ({
+  gsi2pk: LEASES_INDEX,
+  gsi2sk: `${until}#${runId}#${executionId}`,
+});
+
+/**
+ * A stored step execution. The lease expiry lives in its own attribute (`leaseUntil`), renewed
+ * without rewriting the execution, so a writer that replaces the execution never moves it back.
+ */
+function executionOf(item: Record<string, unknown>): StepExecution {
+  const execution = stepExecutionSchema.parse(item.se);
+  return typeof item.leaseUntil === 'string' ? { ...execution, leaseExpiresAt: item.leaseUntil } : execution;
+}
 
 export const runKey = (runId: string) => `RUN#${runId}`;
 const executionSk = (executionId: string) => `SE#${executionId}`;
@@ -48,6 +67,16 @@ const runItemSchema = z.object({
   rollbackRequested: z.boolean().default(false),
   executionArn: z.string().optional(),
 });
+
+function recordOf(item: Record<string, unknown>): RunRecord {
+  const parsed = runItemSchema.parse(item);
+  return {
+    run: parsed.run,
+    head: { seq: parsed.chainSeq, hash: parsed.chainHash },
+    rollbackRequested: parsed.rollbackRequested,
+    executionArn: parsed.executionArn,
+  };
+}
 
 export const aggregateSchema = z.object({
   kind: z.enum(['step', 'rollback']),
@@ -102,14 +131,7 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
     const { Item } = await client.send(
       new GetCommand({ TableName: state, Key: { pk: runKey(runId), sk: 'META' }, ConsistentRead: true }),
     );
-    if (!Item) return undefined;
-    const item = runItemSchema.parse(Item);
-    return {
-      run: item.run,
-      head: { seq: item.chainSeq, hash: item.chainHash },
-      rollbackRequested: item.rollbackRequested,
-      executionArn: item.executionArn,
-    };
+    return Item ? recordOf(Item) : undefined;
   }
 
   function eventPuts(list: readonly RunEvent[]): TransactItem[] {
@@ -141,7 +163,8 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
             Key: { pk: runKey(runId), sk: 'META' },
             UpdateExpression:
               'SET #run = :run, chainSeq = :seq, chainHash = :hash, rollbackRequested = :rb' +
-              (change.executionArn ? ', executionArn = :arn' : ''),
+              (change.executionArn ? ', executionArn = :arn' : '') +
+              (runStateMachine.isTerminal(run.status) ? ' REMOVE gsi2pk, gsi2sk' : ''),
             ConditionExpression: 'chainSeq = :expected',
             ExpressionAttributeNames: { '#run': 'run' },
             ExpressionAttributeValues: {
@@ -198,6 +221,8 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
               sk: 'META',
               gsi1pk: runsListKey(run.tenantId),
               gsi1sk: `${run.createdAt}#${run.runId}`,
+              gsi2pk: ACTIVE_RUNS_INDEX,
+              gsi2sk: `${run.createdAt}#${run.runId}`,
               run,
               chainSeq: head.seq,
               chainHash: head.hash,
@@ -285,7 +310,7 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
             ExclusiveStartKey: startKey,
           }),
         );
-        for (const item of page.Items ?? []) found.push(stepExecutionSchema.parse(item.se));
+        for (const item of page.Items ?? []) found.push(executionOf(item));
         startKey = page.LastEvaluatedKey;
       } while (startKey);
       return found;
@@ -299,7 +324,7 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
           ConsistentRead: true,
         }),
       );
-      return Item ? stepExecutionSchema.parse(Item.se) : undefined;
+      return Item ? executionOf(Item) : undefined;
     },
 
     /** A Put of a new step execution (fails the change if it exists). */
@@ -327,7 +352,9 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
         Update: {
           TableName: state,
           Key: { pk: runKey(execution.runId), sk: executionSk(execution.executionId) },
-          UpdateExpression: 'SET se = :e, #status = :s',
+          UpdateExpression:
+            'SET se = :e, #status = :s' +
+            (stepExecutionStateMachine.isTerminal(execution.status) ? ' REMOVE gsi2pk, gsi2sk, leaseUntil' : ''),
           ConditionExpression:
             `#status IN (${from.map((_, i) => `:f${i}`).join(', ')})` + (owner ? ' AND se.leaseOwner = :owner' : ''),
           ExpressionAttributeNames: { '#status': 'status' },
@@ -363,12 +390,15 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
           new UpdateCommand({
             TableName: state,
             Key: { pk: runKey(runId), sk: executionSk(executionId) },
-            UpdateExpression: 'SET se = :e, #status = :s',
+            UpdateExpression: 'SET se = :e, #status = :s, leaseUntil = :until, gsi2pk = :ipk, gsi2sk = :isk',
             ConditionExpression: '#status = :was AND (attribute_not_exists(se.leaseOwner) OR se.leaseOwner = :prev)',
             ExpressionAttributeNames: { '#status': 'status' },
             ExpressionAttributeValues: {
               ':e': leased,
               ':s': 'leased',
+              ':until': leased.leaseExpiresAt,
+              ':ipk': LEASES_INDEX,
+              ':isk': leaseIndexKey(leased.leaseExpiresAt ?? '', runId, executionId).gsi2sk,
               ':was': current.status,
               ':prev': current.leaseOwner ?? '',
             },
@@ -385,11 +415,12 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
           new UpdateCommand({
             TableName: state,
             Key: { pk: runKey(runId), sk: executionSk(executionId) },
-            UpdateExpression: 'SET se.leaseExpiresAt = :until',
+            UpdateExpression: 'SET leaseUntil = :until, gsi2sk = :isk',
             ConditionExpression: 'se.leaseOwner = :owner AND #status IN (:leased, :running)',
             ExpressionAttributeNames: { '#status': 'status' },
             ExpressionAttributeValues: {
               ':until': until.toISOString(),
+              ':isk': leaseIndexKey(until.toISOString(), runId, executionId).gsi2sk,
               ':owner': owner,
               ':leased': 'leased',
               ':running': 'running',
@@ -398,6 +429,90 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
         );
         return true;
       }, false);
+    },
+
+    /** Step executions whose lease expired before `now`, oldest first. */
+    async expiredLeases(now: Date, limit = 100): Promise<Array<{ runId: string; executionId: string }>> {
+      const { Items = [] } = await client.send(
+        new QueryCommand({
+          TableName: state,
+          IndexName: 'gsi2',
+          KeyConditionExpression: 'gsi2pk = :pk AND gsi2sk < :now',
+          ExpressionAttributeValues: { ':pk': LEASES_INDEX, ':now': now.toISOString() },
+          Limit: limit,
+        }),
+      );
+      return Items.map((item) => {
+        const se = stepExecutionSchema.parse(item.se);
+        return { runId: se.runId, executionId: se.executionId };
+      });
+    },
+
+    /**
+     * Ends an execution whose lease expired: only while it is still leased or running and its lease
+     * has not been renewed since `now`.
+     */
+    expireExecution(execution: StepExecution, now: Date): TransactItem {
+      return {
+        Update: {
+          TableName: state,
+          Key: { pk: runKey(execution.runId), sk: executionSk(execution.executionId) },
+          UpdateExpression: 'SET se = :e, #status = :s REMOVE gsi2pk, gsi2sk, leaseUntil',
+          ConditionExpression: '#status IN (:leased, :running) AND leaseUntil < :now',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':e': execution,
+            ':s': execution.status,
+            ':leased': 'leased',
+            ':running': 'running',
+            ':now': now.toISOString(),
+          },
+        },
+      };
+    },
+
+    /** Keeps the task token of a waiting interpreter task (`resume`, `approval`), replacing an older one. */
+    async putWaitToken(runId: string, waitingFor: string, taskToken: string, at: string): Promise<void> {
+      await client.send(
+        new PutCommand({
+          TableName: state,
+          Item: { pk: runKey(runId), sk: `WAIT#${waitingFor}`, taskToken, at },
+        }),
+      );
+    },
+
+    async waitToken(runId: string, waitingFor: string): Promise<string | undefined> {
+      const { Item } = await client.send(
+        new GetCommand({ TableName: state, Key: { pk: runKey(runId), sk: `WAIT#${waitingFor}` }, ConsistentRead: true }),
+      );
+      return typeof Item?.taskToken === 'string' ? Item.taskToken : undefined;
+    },
+
+    /** Every aggregate of a run (one per step or rollback attempt). */
+    async aggregates(runId: string): Promise<Aggregate[]> {
+      const { Items = [] } = await client.send(
+        new QueryCommand({
+          TableName: state,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :agg)',
+          ExpressionAttributeValues: { ':pk': runKey(runId), ':agg': 'AGG#' },
+          ConsistentRead: true,
+        }),
+      );
+      return Items.map((item) => aggregateSchema.parse(item));
+    },
+
+    /** Runs not ended yet that were created before `before`, oldest first. */
+    async activeRuns(before: Date, limit = 100): Promise<RunRecord[]> {
+      const { Items = [] } = await client.send(
+        new QueryCommand({
+          TableName: state,
+          IndexName: 'gsi2',
+          KeyConditionExpression: 'gsi2pk = :pk AND gsi2sk < :before',
+          ExpressionAttributeValues: { ':pk': ACTIVE_RUNS_INDEX, ':before': before.toISOString() },
+          Limit: limit,
+        }),
+      );
+      return Items.map(recordOf);
     },
 
     async aggregate(runId: string, kind: string, stepId: string, attempt: number): Promise<Aggregate | undefined> {

@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto';
+import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { Json } from '../domain/canonical.js';
+import { findAction } from '../domain/catalogue.js';
+import type { ErrorInfo, Run, StepExecution } from '../domain/entities.js';
+import type { EventDraft } from '../domain/events.js';
+import { allSteps } from '../domain/runbook.js';
+import { runStateMachine, stepExecutionStateMachine } from '../domain/statuses.js';
+import { isSilent } from '../domain/workers.js';
+import type { TaskCallbacks } from './interpreter.js';
+import type { Clock, RunbookStore, WorkerStore } from './ports.js';
+import { runbookOf } from './runs.js';
+
+/** The interpreter as the reconciler sees it. */
+export interface InterpreterControl {
+  /** `RUNNING`, `SUCCEEDED`, `FAILED`, `TIMED_OUT`, `ABORTED`, or `MISSING`. */
+  status(executionArn: string): Promise<string>;
+  /** Starts a new execution for the run; it plans from the stored state. */
+  restart(run: Pick<Run, 'runId' | 'tenantId'>, at: Date): Promise<string>;
+}
+
+export interface ReconcilerDeps {
+  readonly runs: RunStore;
+  readonly runbooks: RunbookStore;
+  readonly workers: WorkerStore;
+  readonly callbacks: TaskCallbacks;
+  readonly interpreter: InterpreterControl;
+  readonly clock: Clock;
+  readonly heartbeatMs: number;
+  readonly log: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface ReconcileSummary {
+  deadWorkers: number;
+  leasesExpired: number;
+  /** Lost step executions that get a new attempt. */
+  recovered: number;
+  /** Lost step executions that will not run again: retries spent or not safe to retry. */
+  notRecovered: number;
+  /** Runs paused for an operator because a lost action is not safe to retry and left no receipt. */
+  pausedForOperator: number;
+  statesFixed: number;
+}
+
+/** How long a run must have been quiet before its execution and aggregates are checked for drift. */
+const QUIET_MS = 60_000;
+
+const draft = (type: EventDraft['type'], now: string, payload: Record<string, Json>, more: Partial<EventDraft> = {}) =>
+  ({ eventId: randomUUID(), type, timestamp: now, payload, meta: {}, ...more }) as EventDraft;
+
+/**
+ * The reconciler (seed 002, "Reconciliation Loop"), run on a schedule: declares silent workers
+ * dead, ends the step executions whose lease expired and resumes their runs (the planner gives
+ * them a new attempt when the step may retry), and repairs drift: a run whose interpreter
+ * execution ended early, a worker shown busy with no lease, an aggregate that should have
+ * completed. Every repair is a conditional write, so two reconcilers never repair twice.
+ */
+export function makeReconcile(deps: ReconcilerDeps) {
+  const { runs, clock } = deps;
+
+  /** Ends one lost execution and resumes its run. */
+  async function recoverLost(lost: StepExecution, now: Date, summary: ReconcileSummary): Promise<void> {
+    const record = await runs.load(lost.runId);
+    if (!record) return;
+    const runbook = await runbookOf(deps.runbooks, record.run);
+    const step = allSteps(runbook).find((s) => s.step.id === lost.stepId)?.step;
+    const body = lost.kind === 'rollback' ? step?.rollback : step;
+    const spec = body ? findAction(body.backend, body.action) : undefined;
+    const receipt = await runs.receipt(lost.idempotencyKey);
+    const safe = receipt !== undefined || spec?.safeToRetry === true;
+    const action = body ? `${body.backend}.${body.action}` : 'the action';
+    const error: ErrorInfo = safe
+      ? {
+          code: 'LEASE_EXPIRED',
+          message: `worker ${lost.leaseOwner ?? '?'} stopped renewing its lease`,
+          retryable: true,
+        }
+      : {
+          code: 'LOST_NOT_SAFE_TO_RETRY',
+          message: `worker ${lost.leaseOwner ?? '?'} was lost during ${action}, which is not safe to retry and left no receipt; an operator must check its effect and resume the run`,
+          retryable: false,
+        };
+    const nowIso = now.toISOString();
+    const ended: StepExecution = { ...lost, status: 'expired', endedAt: nowIso, error };
+    const committed = await runs
+      .mutate(lost.runId, (current) => {
+        const pause = !safe && !runStateMachine.isTerminal(current.run.status) && current.run.status !== 'paused';
+        return {
+          events: [
+            draft(
+              'step.failed',
+              nowIso,
+              { kind: lost.kind, attempt: lost.attempt, outcome: 'expired', error },
+              { stepId: lost.stepId, targetId: lost.targetId, meta: { workerId: lost.leaseOwner } },
+            ),
+            ...(pause ? [draft('run.paused', nowIso, { reason: error.message, stepId: lost.stepId })] : []),
+          ],
+          ...(pause && { run: { status: 'paused' as const, error, updatedAt: nowIso } }),
+          writes: [
+            runs.expireExecution(ended, now),
+            runs.countResult(lost.runId, lost.kind, lost.stepId, lost.attempt, false),
+          ],
+        };
+      })
+      .catch((err: unknown) => {
+        // Renewed or finished since it was listed: nothing is lost.
+        if ((err as Error).name === 'StaleWriteError') return undefined;
+        throw err;
+      });
+    if (!committed) return;
+    summary.leasesExpired++;
+    if (!safe) summary.pausedForOperator++;
+    else if (lost.kind === 'step' && step && lost.attempt <= step.retries) summary.recovered++;
+    else summary.notRecovered++;
+    deps.log('lease expired', { runId: lost.runId, executionId: lost.executionId, owner: lost.leaseOwner, safe });
+    await resumeIfComplete(lost.runId, lost.kind, lost.stepId, lost.attempt);
+  }
+
+  async function resumeIfComplete(runId: string, kind: string, stepId: string, attempt: number): Promise<boolean> {
+    const completed = await runs.claimCompletion(runId, kind, stepId, attempt);
+    if (!completed) return false;
+    await deps.callbacks.succeed(completed.taskToken, {
+      stepId,
+      kind,
+      attempt,
+      succeeded: completed.succeeded,
+      failed: completed.failed,
+    });
+    return true;
+  }
+
+  /** Checks a quiet, unfinished run: its interpreter execution still runs, its aggregates completed. */
+  async function checkRun(runId: string, executionArn: string | undefined, now: Date, summary: ReconcileSummary) {
+    const record = await runs.load(runId);
+    if (!record || !executionArn) return;
+    const status = await deps.interpreter.status(executionArn);
+    if (status !== 'RUNNING') {
+      const arn = await deps.interpreter.restart(record.run, now);
+      await runs.mutate(runId, () => ({ events: [], executionArn: arn }));
+      summary.statesFixed++;
+      deps.log('interpreter restarted', { runId, previous: executionArn, status });
+      return;
+    }
+    for (const aggregate of await runs.aggregates(runId)) {
+      if (aggregate.completed || aggregate.done < aggregate.total) continue;
+      if (await resumeIfComplete(runId, aggregate.kind, aggregate.stepId, aggregate.attempt)) {
+        summary.statesFixed++;
+        deps.log('completed aggregate resumed', { runId, stepId: aggregate.stepId, attempt: aggregate.attempt });
+      }
+    }
+  }
+
+  return async function reconcile(): Promise<ReconcileSummary> {
+    const now = clock.now();
+    const summary: ReconcileSummary = {
+      deadWorkers: 0,
+      leasesExpired: 0,
+      recovered: 0,
+      notRecovered: 0,
+      pausedForOperator: 0,
+      statesFixed: 0,
+    };
+
+    const workers = await deps.workers.list();
+    for (const worker of workers) {
+      if (!isSilent(worker, now, deps.heartbeatMs)) continue;
+      if (await deps.workers.setStatus(worker.workerId, 'dead', worker)) {
+        summary.deadWorkers++;
+        deps.log('worker declared dead', { workerId: worker.workerId, lastHeartbeatAt: worker.lastHeartbeatAt });
+      }
+    }
+
+    for (const { runId, executionId } of await runs.expiredLeases(now)) {
+      const lost = await runs.execution(runId, executionId);
+      if (!lost || stepExecutionStateMachine.isTerminal(lost.status)) continue;
+      await recoverLost(lost, now, summary);
+    }
+
+    // A worker shown busy with an execution it no longer holds.
+    for (const worker of workers) {
+      if (worker.status !== 'busy' || !worker.currentExecutionId) continue;
+      const runId = worker.currentExecutionId.split('.')[0] ?? '';
+      const execution = await runs.execution(runId, worker.currentExecutionId);
+      const holds =
+        execution &&
+        !stepExecutionStateMachine.isTerminal(execution.status) &&
+        execution.leaseOwner === worker.workerId &&
+        Date.parse(execution.leaseExpiresAt ?? '') > now.getTime();
+      if (!holds && (await deps.workers.clearCurrent(worker.workerId, worker.currentExecutionId))) {
+        summary.statesFixed++;
+        deps.log('busy worker without a lease set idle', { workerId: worker.workerId });
+      }
+    }
+
+    for (const record of await runs.activeRuns(new Date(now.getTime() - QUIET_MS))) {
+      if (Date.parse(record.run.updatedAt) > now.getTime() - QUIET_MS) continue;
+      await checkRun(record.run.runId, record.executionArn, now, summary);
+    }
+    return summary;
+  };
+}
+
+export type Reconcile = ReturnType<typeof makeReconcile>;

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import type { Principal, Worker } from '../domain/entities.js';
+import { NotFoundError } from '../domain/errors.js';
+import { livenessOf } from '../domain/workers.js';
+import { requireRole } from './authorize.js';
+import type { Clock, WorkerStore } from './ports.js';
+
+export interface WorkerDeps {
+  readonly workers: WorkerStore;
+  readonly clock: Clock;
+  readonly heartbeatMs: number;
+}
+
+export const workerPathSchema = z.object({
+  id: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'must be a worker id'),
+});
+
+export const listWorkersQuerySchema = z.strictObject({
+  status: z.enum(['idle', 'busy', 'draining', 'offline', 'dead', 'deregistered']).optional(),
+  profile: z.string().optional(),
+});
+
+/** A worker as listed: its registration, what it last reported, and its status as of now. */
+export type WorkerView = Worker & { drainRequested: boolean; missedBeats: number; secondsSinceHeartbeat: number };
+
+/**
+ * Lists the registered workers with their status derived from the last heartbeat: a worker
+ * silent for three heartbeats shows as offline until the reconciler declares it dead.
+ */
+export function makeListWorkers(deps: WorkerDeps) {
+  return async (principal: Principal, query: z.infer<typeof listWorkersQuerySchema>): Promise<WorkerView[]> => {
+    requireRole(principal, ['viewer', 'operator', 'approver', 'admin'], 'listing workers');
+    const now = deps.clock.now();
+    return (await deps.workers.list())
+      .map((worker) => {
+        const liveness = livenessOf(worker, now, deps.heartbeatMs);
+        return {
+          ...worker,
+          status: liveness.status,
+          missedBeats: liveness.missedBeats,
+          secondsSinceHeartbeat: Math.round(liveness.silentMs / 1000),
+        };
+      })
+      .filter((w) => (query.status ? w.status === query.status : true))
+      .filter((w) => (query.profile ? w.sandboxProfile === query.profile : true))
+      .sort((a, b) => a.workerId.localeCompare(b.workerId));
+  };
+}
+
+/**
+ * Asks a worker to drain: it stops receiving, finishes its current step, deregisters and exits.
+ * The worker sees the request with its next heartbeat.
+ */
+export function makeDrainWorker(deps: WorkerDeps) {
+  return async (principal: Principal, workerId: string) => {
+    requireRole(principal, ['operator', 'admin'], 'draining a worker');
+    if (!(await deps.workers.requestDrain(workerId)))
+      throw new NotFoundError(`no live worker '${workerId}' (it may have deregistered or been declared dead)`);
+    return { workerId, drainRequested: true, seenWithinSeconds: Math.ceil(deps.heartbeatMs / 1000) };
+  };
+}
