@@ -1,4 +1,10 @@
-import { DeleteMessageCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { RunStore } from '../shared/adapters/dynamodb/run-store.js';
 import type { Outcome, StepResults } from '../shared/app/step-results.js';
 import type { WorkerStore } from '../shared/app/ports.js';
@@ -58,7 +64,6 @@ interface Chunk {
  */
 export class Worker {
   private receiving = true;
-  private readonly receive = new AbortController();
   private current?: { readonly cmd: StepCommand; readonly controller: AbortController };
   private idle?: Promise<void>;
   private finished?: Promise<void>;
@@ -151,13 +156,17 @@ export class Worker {
       try {
         ({ Messages: messages = [] } = await sqs.send(
           new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 5 }),
-          { abortSignal: this.receive.signal },
         ));
       } catch (error) {
         if (!this.receiving) break;
         this.options.log('receive failed', { error: (error as Error).message });
         await new Promise((r) => setTimeout(r, 1000));
         continue;
+      }
+      if (!this.receiving) {
+        // Received while starting to drain: hand it straight back for another worker.
+        await this.release(messages);
+        break;
       }
       for (const message of messages) {
         try {
@@ -177,7 +186,6 @@ export class Worker {
   async stop(): Promise<void> {
     if (this.receiving) {
       this.receiving = false;
-      this.receive.abort();
       this.beat().catch(() => undefined);
     }
     await this.run();
@@ -192,6 +200,19 @@ export class Worker {
     if (!current) return;
     current.controller.abort(new ActionError('WORKER_STOPPED', 'the worker was stopped', true));
     await this.options.runs.renewLease(current.cmd.runId, current.cmd.executionId, this.options.workerId, new Date());
+  }
+
+  private async release(messages: readonly Message[]): Promise<void> {
+    for (const message of messages)
+      await this.options.sqs
+        .send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: this.options.queueUrl,
+            ReceiptHandle: message.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        )
+        .catch((error: unknown) => this.log('could not release a message', { error: (error as Error).message }));
   }
 
   private async deleteMessage(message: Message): Promise<void> {

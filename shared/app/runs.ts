@@ -218,6 +218,8 @@ export function stepViews(runbook: Runbook, run: Run, executions: readonly StepE
           attempt: e.attempt,
           outputTail: e.outputTail,
           ...(e.error && { error: e.error }),
+          ...(e.leaseOwner && { workerId: e.leaseOwner }),
+          ...(e.secretsUsed.length > 0 && { secretsUsed: e.secretsUsed }),
         })),
         ...(rollback && { rollback: { status: rollback.status } }),
       };

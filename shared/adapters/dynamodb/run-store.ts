@@ -483,7 +483,11 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
 
     async waitToken(runId: string, waitingFor: string): Promise<string | undefined> {
       const { Item } = await client.send(
-        new GetCommand({ TableName: state, Key: { pk: runKey(runId), sk: `WAIT#${waitingFor}` }, ConsistentRead: true }),
+        new GetCommand({
+          TableName: state,
+          Key: { pk: runKey(runId), sk: `WAIT#${waitingFor}` },
+          ConsistentRead: true,
+        }),
       );
       return typeof Item?.taskToken === 'string' ? Item.taskToken : undefined;
     },
