@@ -1,7 +1,11 @@
-import { ECSClient, UpdateServiceCommand } from '@aws-sdk/client-ecs';
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { RotateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { SendCommandCommand, SSMClient } from '@aws-sdk/client-ssm';
+import type { ECSClient} from '@aws-sdk/client-ecs';
+import { UpdateServiceCommand } from '@aws-sdk/client-ecs';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
+import { InvokeCommand } from '@aws-sdk/client-lambda';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { RotateSecretCommand } from '@aws-sdk/client-secrets-manager';
+import type { SSMClient } from '@aws-sdk/client-ssm';
+import { SendCommandCommand } from '@aws-sdk/client-ssm';
 import type { Json } from '../../shared/domain/canonical.js';
 import {
   ecsForceNewDeploymentParams,
