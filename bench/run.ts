@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runsScenario } from './scenarios/runs.js';
+import { workersScenario } from './scenarios/workers.js';
 import type { Scenario, Section } from './support.js';
 
 /**
@@ -9,6 +10,7 @@ import type { Scenario, Section } from './support.js';
  */
 const SCENARIOS: Readonly<Record<string, Scenario>> = {
   runs: runsScenario,
+  workers: workersScenario,
 };
 
 const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));

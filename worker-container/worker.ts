@@ -230,7 +230,13 @@ export class Worker {
     }
     const cmd = parsed.data;
     const { runs, workerId, leaseMs } = this.options;
+    const asked = performance.now();
     const leased = await runs.acquireLease(cmd.runId, cmd.executionId, workerId, new Date(), leaseMs);
+    if (leased)
+      this.log('lease acquired', {
+        executionId: cmd.executionId,
+        acquireMs: Math.round((performance.now() - asked) * 10) / 10,
+      });
     if (!leased) {
       // Done already, or another worker holds the lease: this delivery is a duplicate.
       this.log('duplicate delivery skipped', { executionId: cmd.executionId });
