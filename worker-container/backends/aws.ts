@@ -1,4 +1,4 @@
-import type { ECSClient} from '@aws-sdk/client-ecs';
+import type { ECSClient } from '@aws-sdk/client-ecs';
 import { UpdateServiceCommand } from '@aws-sdk/client-ecs';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { InvokeCommand } from '@aws-sdk/client-lambda';
