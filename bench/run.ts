@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runsScenario } from './scenarios/runs.js';
 import { workersScenario } from './scenarios/workers.js';
-import type { Scenario, Section } from './support.js';
+import { cleanUp, type Scenario, type Section } from './support.js';
 
 /**
  * `npm run bench [-- <scenario>...]`: runs each scenario on a fresh local stack and writes
@@ -31,6 +31,7 @@ for (const name of names) {
   console.log(`[${name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
+cleanUp();
 const machine = `${process.platform} ${process.arch}, Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`;
 const markdown = [
   '# Capstan bench report',

@@ -63,16 +63,24 @@ export interface ApiReply {
   readonly body: Record<string, unknown>;
 }
 
-/** A fresh local stack in a temporary directory, with the reconciler out of the way unless asked. */
+/**
+ * Handlers keep their clients and configuration for the life of the process (as a warm Lambda
+ * does), so every stack the bench starts uses the same ports, issuer key and metered layout.
+ */
+let place: { port: number; home: string } | undefined;
+
+/** A fresh local stack (empty data), with the reconciler out of the way unless asked. */
 export async function startBenchStack(options: Partial<LocalStackOptions> = {}): Promise<BenchStack> {
-  const home = mkdtempSync(join(tmpdir(), 'capstan-bench-'));
+  place ??= { port: await freePortBlock(8), home: mkdtempSync(join(tmpdir(), 'capstan-bench-')) };
+  const { home } = place;
   const logs: string[] = [];
   const stack = await startLocalStack({
-    port: await freePortBlock(),
+    port: place.port,
     stateDir: home,
     fresh: true,
     workers: {},
     reconcileIntervalMs: 3_600_000,
+    meterRequests: true,
     log: (line) => logs.push(line),
     ...options,
   });
@@ -112,7 +120,6 @@ export async function startBenchStack(options: Partial<LocalStackOptions> = {}):
     },
     close: async () => {
       await stack.stop();
-      rmSync(home, { recursive: true, force: true });
     },
   };
 }
@@ -147,6 +154,11 @@ export async function settle(bench: BenchStack, timeoutMs: number, progress: (li
     last = running;
     await sleep(250);
   }
+}
+
+/** Removes what the bench stacks left on disk. */
+export function cleanUp(): void {
+  if (place) rmSync(place.home, { recursive: true, force: true });
 }
 
 export const timeOf = (event: RunEvent) => Date.parse(event.timestamp);

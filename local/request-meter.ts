@@ -29,7 +29,7 @@ export function operationOf(request: IncomingMessage): string {
  * A pass-through proxy in front of a local endpoint that counts each request by operation,
  * so the bench can report requests per step as AWS would bill them.
  */
-export async function startMeteredEndpoint(target: string): Promise<MeteredEndpoint> {
+export async function startMeteredEndpoint(target: string, port = 0): Promise<MeteredEndpoint> {
   const upstream = new URL(target);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const counts: RequestCounts = {};
@@ -56,10 +56,10 @@ export async function startMeteredEndpoint(target: string): Promise<MeteredEndpo
     });
     request.pipe(forward);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${bound}`,
     counts,
     total: () => Object.values(counts).reduce((sum, n) => sum + n, 0),
     reset: () => {

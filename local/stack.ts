@@ -40,7 +40,7 @@ export interface LocalStackOptions {
   readonly reconcileIntervalMs: number;
   /** Extra environment for the handlers and workers (for example a short heartbeat in tests). */
   readonly env?: Readonly<Record<string, string>>;
-  /** Puts a counting proxy in front of DynamoDB and SQS (for the bench). */
+  /** Puts a counting proxy in front of DynamoDB and SQS (for the bench), on the gateway port + 6 and + 7. */
   readonly meterRequests?: boolean;
   readonly log: (line: string) => void;
 }

@@ -60,7 +60,7 @@ const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a,
  * step costs in Step Functions transitions, Lambda invocations, DynamoDB and SQS requests.
  */
 export const runsScenario: Scenario = async (progress) => {
-  const bench = await startBenchStack({ workers: { 'dev-flex': 2 }, meterRequests: true });
+  const bench = await startBenchStack({ workers: { 'dev-flex': 2 } });
   try {
     const { stack } = bench;
     const meters = stack.meters;
