@@ -22,13 +22,26 @@ if (unknown.length > 0) {
 const names = requested.length > 0 ? requested : Object.keys(SCENARIOS);
 
 const sections: Section[] = [];
+const failed: string[] = [];
 for (const name of names) {
   const scenario = SCENARIOS[name];
   if (!scenario) continue;
   const started = Date.now();
   console.log(`[${name}] starting`);
-  sections.push(await scenario((line) => console.log(`[${name}] ${line}`)));
-  console.log(`[${name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  try {
+    sections.push(await scenario((line) => console.log(`[${name}] ${line}`)));
+    console.log(`[${name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  } catch (error) {
+    // One scenario failing does not lose the others' figures; the report says what failed.
+    failed.push(name);
+    console.error(`[${name}] failed: ${(error as Error).message}`);
+    sections.push({
+      title: `${name} (failed)`,
+      setup: `the scenario failed: ${(error as Error).message}`,
+      measures: [],
+      data: {},
+    });
+  }
 }
 
 cleanUp();
@@ -58,4 +71,4 @@ writeFileSync(
   `${JSON.stringify({ at: new Date().toISOString(), machine, sections }, null, 2)}\n`,
 );
 console.log(`\n${markdown}\nwritten to bench/report.md and bench/report.json`);
-process.exit(0);
+process.exit(failed.length > 0 ? 1 : 0);
