@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { makeReconcile, type ReconcileSummary } from '../shared/app/reconciler.js';
+import { emptySummary, makeReconcile, type ReconcileSummary } from '../shared/app/reconciler.js';
 import { reconcilerDeps } from './dependencies.js';
 
 const logger = new Logger({ serviceName: 'capstan-reconciler' });
@@ -14,14 +14,7 @@ const SWEEP_SPACING_MS = 20_000;
  * apart, so a lost step execution waits at most about 20 s after its lease expires.
  */
 export const handler = async (): Promise<ReconcileSummary> => {
-  const total: ReconcileSummary = {
-    deadWorkers: 0,
-    leasesExpired: 0,
-    recovered: 0,
-    notRecovered: 0,
-    pausedForOperator: 0,
-    statesFixed: 0,
-  };
+  const total = emptySummary();
   for (let sweep = 0; sweep < SWEEPS; sweep++) {
     if (sweep > 0) await new Promise((resolve) => setTimeout(resolve, SWEEP_SPACING_MS));
     const summary = await reconcile();

@@ -42,6 +42,15 @@ export interface ReconcileSummary {
   statesFixed: number;
 }
 
+export const emptySummary = (): ReconcileSummary => ({
+  deadWorkers: 0,
+  leasesExpired: 0,
+  recovered: 0,
+  notRecovered: 0,
+  pausedForOperator: 0,
+  statesFixed: 0,
+});
+
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
 const QUIET_MS = 60_000;
 
@@ -152,14 +161,7 @@ export function makeReconcile(deps: ReconcilerDeps) {
 
   return async function reconcile(): Promise<ReconcileSummary> {
     const now = clock.now();
-    const summary: ReconcileSummary = {
-      deadWorkers: 0,
-      leasesExpired: 0,
-      recovered: 0,
-      notRecovered: 0,
-      pausedForOperator: 0,
-      statesFixed: 0,
-    };
+    const summary = emptySummary();
 
     const workers = await deps.workers.list();
     for (const worker of workers) {
