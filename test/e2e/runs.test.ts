@@ -1,14 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  GetQueueUrlCommand,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +9,8 @@ import { type LocalStack, LOCAL_NAMES, startLocalStack } from '../../local/stack
 import { makeCounters } from '../../shared/adapters/dynamodb/counters.js';
 import { verifyChain, type RunEvent } from '../../shared/domain/events.js';
 import { freePortBlock } from '../support/local-dynamodb.js';
+import { startRelayedWorker } from '../support/relayed-worker.js';
+import { makeTestBackend } from '../../worker-container/backends/test.js';
 
 let stack: LocalStack;
 let home: string;
@@ -263,61 +257,15 @@ describe('runs on the local stack', () => {
 
   it('runs each counter side effect once when every command is delivered twice', async () => {
     // No stack worker serves staging-standard: a relay sends each command twice to a worker of its own.
-    const sqs = new SQSClient({ endpoint: stack.endpoints.SQS, region: 'us-east-1', useQueueUrlAsEndpoint: false });
-    const { QueueUrl: source } = await sqs.send(
-      new GetQueueUrlCommand({ QueueName: 'capstan-staging-standard-steps' }),
-    );
-    const { QueueUrl: doubled } = await sqs.send(new CreateQueueCommand({ QueueName: 'test-doubled' }));
-    let relaying = true;
-    const relay = (async () => {
-      while (relaying) {
-        const { Messages = [] } = await sqs.send(
-          new ReceiveMessageCommand({ QueueUrl: source, WaitTimeSeconds: 1, MaxNumberOfMessages: 10 }),
-        );
-        for (const m of Messages) {
-          for (let i = 0; i < 2; i++)
-            await sqs.send(new SendMessageCommand({ QueueUrl: doubled, MessageBody: m.Body }));
-          await sqs.send(new DeleteMessageCommand({ QueueUrl: source, ReceiptHandle: m.ReceiptHandle }));
-        }
-      }
-    })();
-    const { Worker } = await import('../../worker-container/worker.js');
-    const { makeTestBackend } = await import('../../worker-container/backends/test.js');
-    const { makeRunStore } = await import('../../shared/adapters/dynamodb/run-store.js');
-    const { makeStepResults } = await import('../../shared/app/step-results.js');
-    const { makeSfnCallbacks } = await import('../../shared/adapters/sfn.js');
-    const { SFNClient } = await import('@aws-sdk/client-sfn');
-    const { makeWorkerStore } = await import('../../shared/adapters/dynamodb/worker-store.js');
     const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: stack.endpoints.DYNAMODB }));
     const counters = makeCounters(doc, LOCAL_NAMES.tables.state);
-    const runs = makeRunStore(doc, { state: LOCAL_NAMES.tables.state, events: LOCAL_NAMES.tables.events });
-    const worker = new Worker({
-      workerId: 'test-doubled-worker',
+    const { stop } = await startRelayedWorker(stack, {
+      from: 'staging-standard',
       profile: 'staging-standard',
-      registration: {
-        hostname: 'test',
-        pid: process.pid,
-        environment: 'staging',
-        backends: {},
-        groups: [],
-        version: 'test',
-      },
-      workers: makeWorkerStore(doc, LOCAL_NAMES.tables.state),
-      heartbeatMs: 15_000,
-      secrets: { get: () => Promise.reject(new Error('no secrets here')) },
-      queueUrl: doubled!,
-      sqs,
-      runs,
-      results: makeStepResults({
-        runs,
-        callbacks: makeSfnCallbacks(new SFNClient({ endpoint: stack.endpoints.SFN })),
-        clock: { now: () => new Date() },
-      }),
+      copies: 2,
+      workerId: 'test-doubled-worker',
       backends: [makeTestBackend(counters)],
-      leaseMs: 30_000,
-      log: () => undefined,
     });
-    const working = worker.run();
     try {
       const key = `twice-${crypto.randomUUID()}`;
       await register(
@@ -335,10 +283,7 @@ describe('runs on the local stack', () => {
       expect(run.status).toBe('succeeded');
       for (const step of ['a', 'b', 'c']) expect(await counters.read(`${key}-${step}`)).toBe(1);
     } finally {
-      relaying = false;
-      await relay;
-      await worker.stop();
-      void working;
+      await stop();
     }
   }, 60_000);
 });

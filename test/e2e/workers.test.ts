@@ -1,14 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  GetQueueUrlCommand,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +8,8 @@ import { type LocalStack, LOCAL_NAMES, startLocalStack } from '../../local/stack
 import { makeCounters } from '../../shared/adapters/dynamodb/counters.js';
 import type { RunEvent } from '../../shared/domain/events.js';
 import { freePortBlock } from '../support/local-dynamodb.js';
+import { startRelayedWorker } from '../support/relayed-worker.js';
+import { makeScriptBackend } from '../../worker-container/backends/script.js';
 
 const SECRET_VALUE = 'sk-live-7f3a9c1e5b2d4f60';
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -242,57 +236,13 @@ describe('workers on the local stack', () => {
 
   it('refuses it again at a worker whose profile does not allow it (fail closed)', async () => {
     // Commands for staging go to a worker of the prod-critical profile, as a misrouted message would.
-    const sqs = new SQSClient({ endpoint: stack.endpoints.SQS, region: 'us-east-1' });
-    const { QueueUrl: source } = await sqs.send(
-      new GetQueueUrlCommand({ QueueName: 'capstan-staging-standard-steps' }),
-    );
-    const { QueueUrl: misrouted } = await sqs.send(new CreateQueueCommand({ QueueName: 'test-misrouted' }));
-    let relaying = true;
-    const relay = (async () => {
-      while (relaying) {
-        const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: source, WaitTimeSeconds: 1 }));
-        for (const m of Messages) {
-          await sqs.send(new SendMessageCommand({ QueueUrl: misrouted, MessageBody: m.Body }));
-          await sqs.send(new DeleteMessageCommand({ QueueUrl: source, ReceiptHandle: m.ReceiptHandle }));
-        }
-      }
-    })();
-    const { Worker } = await import('../../worker-container/worker.js');
-    const { makeScriptBackend } = await import('../../worker-container/backends/script.js');
-    const { makeRunStore } = await import('../../shared/adapters/dynamodb/run-store.js');
-    const { makeWorkerStore } = await import('../../shared/adapters/dynamodb/worker-store.js');
-    const { makeStepResults } = await import('../../shared/app/step-results.js');
-    const { makeSfnCallbacks } = await import('../../shared/adapters/sfn.js');
-    const { SFNClient } = await import('@aws-sdk/client-sfn');
-    const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: stack.endpoints.DYNAMODB }));
-    const runs = makeRunStore(doc, { state: LOCAL_NAMES.tables.state, events: LOCAL_NAMES.tables.events });
-    const worker = new Worker({
-      workerId: 'test-prod-critical-worker',
+    const { stop } = await startRelayedWorker(stack, {
+      from: 'staging-standard',
       profile: 'prod-critical',
-      registration: {
-        hostname: 'test',
-        pid: process.pid,
-        environment: 'prod',
-        backends: {},
-        groups: [],
-        version: 'test',
-      },
-      workers: makeWorkerStore(doc, LOCAL_NAMES.tables.state),
-      heartbeatMs: 1000,
-      leaseMs: 2000,
-      queueUrl: misrouted!,
-      sqs,
-      runs,
-      results: makeStepResults({
-        runs,
-        callbacks: makeSfnCallbacks(new SFNClient({ endpoint: stack.endpoints.SFN })),
-        clock: { now: () => new Date() },
-      }),
+      copies: 1,
+      workerId: 'test-prod-critical-worker',
       backends: [makeScriptBackend({ directory: join(ROOT, 'test', 'fixtures', 'scripts') })],
-      secrets: { get: () => Promise.reject(new Error('no secrets here')) },
-      log: () => undefined,
     });
-    const working = worker.run();
     try {
       await register({
         name: 'staging-script',
@@ -310,10 +260,7 @@ describe('workers on the local stack', () => {
         error: { code: 'SANDBOX_VIOLATION', retryable: false },
       });
     } finally {
-      relaying = false;
-      await relay;
-      await worker.stop();
-      await working;
+      await stop();
     }
   }, 60_000);
 
