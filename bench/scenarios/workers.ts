@@ -13,6 +13,7 @@ import {
   timeOf,
 } from '../support.js';
 import type { RunEvent } from '../../shared/domain/events.js';
+import { isolated } from '../isolated.js';
 
 type WorkerView = { workerId: string; pid: number; status: string; stats: { cpuPercent: number; rssBytes: number } };
 
@@ -29,7 +30,7 @@ async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number
 }
 
 /** Kills the worker running a sleep step with SIGKILL; the time until another worker starts it again. */
-async function killToRecovery(
+export async function killToRecovery(
   heartbeatSeconds: number,
   reconcileMs: number,
   trials: number,
@@ -87,7 +88,7 @@ async function killToRecovery(
 }
 
 /** N one-step runs of a 500 ms sleep on `count` workers: steps per second, worker RSS and lease latency. */
-async function sleepThroughput(count: number, runs: number, progress: (l: string) => void) {
+export async function sleepThroughput(count: number, runs: number, progress: (l: string) => void) {
   const bench = await startBenchStack({
     workers: { 'dev-flex': count },
     env: { CAPSTAN_WORKER_HEARTBEAT_SECONDS: '2', POWERTOOLS_LOG_LEVEL: 'INFO' },
@@ -135,11 +136,14 @@ async function sleepThroughput(count: number, runs: number, progress: (l: string
  * sleep-bound steps on one and on three workers.
  */
 export const workersScenario: Scenario = async (progress) => {
-  const testConfig = await killToRecovery(5, 5000, 3, progress);
-  const defaults = await killToRecovery(15, 20_000, 1, progress);
+  // Each part starts its own stack, so each runs in a process of its own.
+  const here = import.meta.url;
+  const testConfig = await isolated<number[]>(here, 'killToRecovery', [5, 5000, 3], progress);
+  const defaults = await isolated<number[]>(here, 'killToRecovery', [15, 20_000, 1], progress);
   const runs = Number(process.env.CAPSTAN_BENCH_SLEEP_RUNS ?? 30);
-  const one = await sleepThroughput(1, runs, progress);
-  const three = await sleepThroughput(3, runs, progress);
+  type Throughput = Awaited<ReturnType<typeof sleepThroughput>>;
+  const one = await isolated<Throughput>(here, 'sleepThroughput', [1, runs], progress);
+  const three = await isolated<Throughput>(here, 'sleepThroughput', [3, runs], progress);
   const lease = [...one.leaseMs, ...three.leaseMs];
   const idleCpu = [...one.idleCpu, ...three.idleCpu];
   const measures: Measure[] = [
