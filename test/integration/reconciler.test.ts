@@ -75,7 +75,8 @@ beforeAll(async () => {
     clock,
     starter: { start: async (run) => `arn:local:execution:${run.runId}` },
   });
-  createRun = async (runbookId) => (await create({ principal: operator, body: createRunBodySchema.parse({ runbookId }) })).runId;
+  createRun = async (runbookId) =>
+    (await create({ principal: operator, body: createRunBodySchema.parse({ runbookId }) })).runId;
   const dispatchStep = makeDispatch({ runbooks, runs, clock, callbacks, queue: { send: async () => undefined } });
   dispatch = async (runId, stepId, attempt = 1) => {
     const token = `token-${runId}-${attempt}`;
