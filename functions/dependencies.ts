@@ -1,5 +1,8 @@
 import { systemClock } from '../shared/app/ports.js';
-import { connectionsClient, sfnClient, sqsClient } from '../shared/adapters/aws-clients.js';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { makeApprovalAlerts } from '../shared/adapters/approval-alerts.js';
+import { connectionsClient, eventBridgeClient, sfnClient, sqsClient } from '../shared/adapters/aws-clients.js';
+import { makeApprovalStore } from '../shared/adapters/dynamodb/approval-store.js';
 import { makeConnectionPoster } from '../shared/adapters/connection-poster.js';
 import { makeConnectionStore, makeSubscriptionStore } from '../shared/adapters/dynamodb/connection-store.js';
 import { documentClient } from '../shared/adapters/dynamodb/client.js';
@@ -9,6 +12,7 @@ import { makeSfnCallbacks, makeSfnInterpreterControl, makeSfnRunStarter } from '
 import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
 import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
 import { config, required } from '../shared/config.js';
+import { parsePolicy } from '../shared/domain/policy.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
@@ -23,19 +27,48 @@ const runs = () =>
     events: config().CAPSTAN_EVENTS_TABLE,
   }));
 
+const approvals = () => makeApprovalStore(documentClient, config().CAPSTAN_STATE_TABLE);
+
 /** For the run routes: also starts interpreter executions. */
 export const runDeps = () => ({
   ...runbookDeps,
   runs: runs(),
   starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
+  callbacks: makeSfnCallbacks(sfnClient()),
+  approvals: approvals(),
 });
 
-/** For the interpreter's tasks: also sends commands and resumes tasks. */
+/** For the interpreter's tasks: also sends commands, resumes tasks, and keeps approval gates. */
 export const interpreterDeps = () => ({
   ...runbookDeps,
   runs: runs(),
+  approvals: approvals(),
   queue: makeSqsCommandQueue(sqsClient(), config().CAPSTAN_PREFIX),
   callbacks: makeSfnCallbacks(sfnClient()),
+});
+
+/** For Plan: also the deployment's policy and the alerts that tell people about gates. */
+export const planDeps = () => {
+  const logger = new Logger({ serviceName: 'capstan-approval-alerts' });
+  return {
+    ...interpreterDeps(),
+    policy: parsePolicy(config().CAPSTAN_POLICY),
+    alerts: makeApprovalAlerts({
+      eventBridge: eventBridgeClient(),
+      busName: config().CAPSTAN_EVENT_BUS,
+      webhookUrl: config().CAPSTAN_NOTIFY_WEBHOOK_URL,
+      linkBase: config().CAPSTAN_LINK_BASE_URL,
+      log: (message, fields) => logger.warn(message, fields),
+    }),
+  };
+};
+
+/** For the approval and resume routes: decisions, and the waiting tasks they resume. */
+export const approvalDeps = () => ({
+  runs: runs(),
+  approvals: approvals(),
+  callbacks: makeSfnCallbacks(sfnClient()),
+  clock: systemClock,
 });
 
 /** For the WebSocket routes and the broadcaster. */

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import type { App } from 'aws-cdk-lib';
 import { z } from 'zod';
+import { parsePolicy } from '../shared/domain/policy.js';
 import {
   environmentSchema,
   SANDBOX_PROFILE_NAMES,
@@ -32,6 +34,10 @@ export const deploymentConfigSchema = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9/_+=.@-]+$/)
     .default('capstan'),
+  /** A JSON policy document (docs/policy.md), checked at synth; the built-in default when empty. */
+  policyFile: z.string().default(''),
+  /** A Slack-compatible incoming webhook for approval requests and escalations; none when empty. */
+  notifyWebhookUrl: z.union([z.url(), z.literal('')]).default(''),
 });
 export type DeploymentConfig = z.infer<typeof deploymentConfigSchema>;
 
@@ -46,6 +52,8 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
     'alarmEmail',
     'profiles',
     'secretPrefix',
+    'policyFile',
+    'notifyWebhookUrl',
   ] as const;
   const raw: Record<string, unknown> = {};
   for (const key of keys) {
@@ -58,4 +66,13 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
     throw new Error(`invalid deployment context: ${problems}`);
   }
   return parsed.data;
+}
+
+/** The policy document as the Plan function reads it, validated now so a bad one fails synth. */
+export function policyText(config: Pick<DeploymentConfig, 'policyFile'>): string {
+  if (config.policyFile === '') return '';
+  const text = readFileSync(config.policyFile, 'utf8');
+  const policy = parsePolicy(text);
+  if (policy instanceof Error) throw new Error(`capstan:policyFile ${config.policyFile}: ${policy.message}`);
+  return JSON.stringify(policy);
 }

@@ -49,7 +49,7 @@ import {
   type DefinitionPlaceholder,
   loadRunInterpreterDefinition,
 } from '../shared/workflow/definition.js';
-import type { DeploymentConfig } from './config.js';
+import { type DeploymentConfig, policyText } from './config.js';
 import { CapstanFunction } from './constructs/capstan-function.js';
 import { WorkerService } from './constructs/worker-service.js';
 import { physicalNames } from './names.js';
@@ -290,6 +290,10 @@ export class StatelessStack extends Stack {
     for (const f of [wsConnect, wsDisconnect, wsDefault, broadcaster]) connections.grantReadWriteData(f);
     const dispatch = workflowFns.DispatchFunctionArn;
     for (const f of new Set([reconciler, ...Object.values(workflowFns)])) bus.grantPutEventsTo(f);
+    // Plan decides every step through the deployment's policy and tells people about gates.
+    const plan = workflowFns.PlanFunctionArn;
+    plan?.addEnvironment('CAPSTAN_POLICY', policyText(config));
+    if (config.notifyWebhookUrl) plan?.addEnvironment('CAPSTAN_NOTIFY_WEBHOOK_URL', config.notifyWebhookUrl);
     for (const route of ROUTES) {
       const f = routeFns.get(route.handler);
       if (!f) continue;

@@ -156,6 +156,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       CAPSTAN_WS_ENDPOINT: `${restUrl}${WEBSOCKET_PATH}`,
       CAPSTAN_JWT_ISSUER: `${restUrl}/`,
       CAPSTAN_JWKS_URL: `${restUrl}/.well-known/jwks.json`,
+      CAPSTAN_LINK_BASE_URL: restUrl,
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',

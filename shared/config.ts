@@ -20,6 +20,10 @@ export const configSchema = z.object({
   CAPSTAN_JWKS_URL: z.url().optional(),
   CAPSTAN_WORKER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(15),
   CAPSTAN_NOTIFY_WEBHOOK_URL: z.url().optional(),
+  /** The deployment's policy document (JSON, see docs/policy.md); the built-in default when unset. */
+  CAPSTAN_POLICY: z.string().optional(),
+  /** Where links in notifications point: `<base>/v1/runs/<id>`. */
+  CAPSTAN_LINK_BASE_URL: z.url().optional(),
 });
 export type CapstanConfig = z.infer<typeof configSchema>;
 

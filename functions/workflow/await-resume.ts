@@ -1,10 +1,10 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
-import { systemClock } from '../../shared/app/ports.js';
-import { interpreterDeps } from '../dependencies.js';
+import { makeAwaitResume } from '../../shared/app/approvals.js';
+import { approvalDeps } from '../dependencies.js';
 
 const logger = new Logger({ serviceName: 'capstan-await-resume' });
-const { runs } = interpreterDeps();
+const awaitResume = makeAwaitResume(approvalDeps());
 const inputSchema = z.object({
   runId: z.string().min(1),
   tenantId: z.string().min(1),
@@ -14,10 +14,10 @@ const inputSchema = z.object({
 
 /**
  * The interpreter's Paused task (`.waitForTaskToken`): keeps the token with the run; an operator's
- * resume sends it, and the interpreter plans again from the stored state.
+ * `POST /v1/runs/{id}/resume` sends it, and the interpreter plans again from the stored state.
  */
 export const handler = async (event: unknown): Promise<void> => {
   const { runId, decision, taskToken } = inputSchema.parse(event);
-  await runs.putWaitToken(runId, 'resume', taskToken, systemClock.now().toISOString());
+  await awaitResume(runId, taskToken);
   logger.info('run paused for an operator', { runId, reason: decision.reason });
 };

@@ -1,16 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import { autoApprove, dueTransition, requestApproval } from '../domain/approvals.js';
 import type { Json } from '../domain/canonical.js';
 import { durationMs } from '../domain/duration.js';
-import type { Run, StepExecution } from '../domain/entities.js';
+import type { Approval, Run, StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
 import type { StepCommand } from '../domain/messages.js';
 import { plan, type PlanDecision } from '../domain/planner.js';
+import { approvalDeadlines, DEFAULT_POLICY, type PolicyDocument } from '../domain/policy.js';
 import { allSteps, type Runbook, type Step } from '../domain/runbook.js';
 import { profileAllows, SANDBOX_PROFILES, type SandboxProfileName } from '../domain/sandbox-profiles.js';
-import { runStateMachine, type RunStatus } from '../domain/statuses.js';
+import { approvalStateMachine, runStateMachine, type RunStatus } from '../domain/statuses.js';
 import { substitute } from '../domain/template.js';
-import type { Clock, RunbookStore } from './ports.js';
+import type { ApprovalAlerts, Clock, RunbookStore } from './ports.js';
 import { runbookOf } from './runs.js';
 
 /** Sends step commands to a sandbox profile's queue. */
@@ -32,6 +35,21 @@ export interface InterpreterDeps {
   readonly onViolation?: (violation: { runId: string; stepId: string; action: string; profile: string }) => void;
 }
 
+/** What Plan needs besides: the policy every first dispatch goes through, and the run's gates. */
+export interface PlanDeps extends InterpreterDeps {
+  readonly approvals: ApprovalStore;
+  /** The deployment's policy, or the error it failed to load with (every step is then denied). */
+  readonly policy: PolicyDocument | Error;
+  /** Posts approval requests and escalations; never throws. */
+  readonly alerts?: ApprovalAlerts;
+}
+
+export interface DispatchDeps extends InterpreterDeps {
+  readonly approvals: ApprovalStore;
+  readonly queue: CommandQueue;
+  readonly callbacks: TaskCallbacks;
+}
+
 const draft = (type: EventDraft['type'], now: string, payload: Record<string, Json>, more: Partial<EventDraft> = {}) =>
   ({ eventId: randomUUID(), type, timestamp: now, payload, meta: {}, ...more }) as EventDraft;
 
@@ -51,7 +69,12 @@ function transitionFor(run: Run, decision: PlanDecision, now: string): { status:
     case 'dispatch':
       if (decision.kind === 'rollback' && run.status !== 'rolling_back')
         return { status: 'rolling_back', events: [draft('rollback.started', now, { reason: 'step failed' })] };
-      return { status: run.status === 'queued' ? 'running' : run.status, events: [] };
+      return {
+        status: run.status === 'queued' || run.status === 'waiting_for_approval' ? 'running' : run.status,
+        events: [],
+      };
+    case 'await_approval':
+      return { status: 'waiting_for_approval', events: [] };
     case 'wait':
       return { status: run.status === 'queued' ? 'running' : run.status, events: [] };
     case 'pause':
@@ -63,7 +86,57 @@ function transitionFor(run: Run, decision: PlanDecision, now: string): { status:
  * Plan: decides the next action from the stored run and records what the decision changes
  * (status and its event) in one transaction. Deciding the same state twice records nothing new.
  */
-export function makePlanNext(deps: InterpreterDeps) {
+export function makePlanNext(deps: PlanDeps) {
+  /** Applies what time did to a gate: escalation past its SLA, expiry past its hard limit. */
+  async function applyDue(run: Run, approval: Approval, now: Date): Promise<void> {
+    const due = dueTransition(approval, now);
+    if (!due) return;
+    const at = now.toISOString();
+    const next: Approval =
+      due === 'escalate'
+        ? { ...approval, status: 'escalated', escalatedAt: at }
+        : { ...approval, status: 'expired', resolvedAt: at };
+    approvalStateMachine.transition(approval.status, next.status);
+    const about = { stepId: approval.stepId };
+    const events =
+      due === 'escalate'
+        ? [
+            draft(
+              'approval.expired',
+              at,
+              {
+                approvalId: approval.approvalId,
+                slaDeadline: approval.slaDeadline,
+                escalated: true,
+                waitingUntil: approval.hardDeadline,
+              },
+              about,
+            ),
+          ]
+        : [
+            draft(
+              'approval.expired',
+              at,
+              { approvalId: approval.approvalId, hardDeadline: approval.hardDeadline, final: true },
+              about,
+            ),
+            draft('approval.resolved', at, { approvalId: approval.approvalId, status: 'expired' }, about),
+          ];
+    const committed = await deps.runs
+      .mutate(run.runId, (current) => ({
+        events,
+        ...(due === 'expire' &&
+          current.run.status === 'waiting_for_approval' && { run: { status: 'running' as const, updatedAt: at } }),
+        writes: [deps.approvals.update(next, approval)],
+      }))
+      .catch((error: unknown) => {
+        // Decided or moved on by someone else since it was read.
+        if ((error as Error).name === 'StaleWriteError') return undefined;
+        throw error;
+      });
+    if (committed && due === 'escalate') await deps.alerts?.escalated(next, run);
+  }
+
   return async function planNext(runId: string): Promise<PlanDecision> {
     let decision: PlanDecision | undefined;
     const loaded = await deps.runs.load(runId);
@@ -71,43 +144,125 @@ export function makePlanNext(deps: InterpreterDeps) {
     const runbook = await runbookOf(deps.runbooks, loaded.run);
     // Each pass reads the run and its executions afresh and commits only against that same state.
     for (let attempt = 0; attempt < 10; attempt++) {
-      const [record, executions] = await Promise.all([deps.runs.load(runId), deps.runs.executions(runId)]);
+      const [record, executions, approvals] = await Promise.all([
+        deps.runs.load(runId),
+        deps.runs.executions(runId),
+        deps.approvals.list(runId),
+      ]);
       if (!record) throw new Error(`run ${runId} does not exist`);
       const now = deps.clock.now();
       const { run } = record;
       if (runStateMachine.isTerminal(run.status)) return terminalDecision(run);
+      const due = approvals.find((a) => dueTransition(a, now) !== undefined);
+      if (due) {
+        await applyDue(run, due, now);
+        continue;
+      }
       decision = plan({
         runbook,
         run: { ...run, rollbackRequested: record.rollbackRequested },
         executions,
         now,
+        policy: deps.policy,
+        approvals,
       });
-      const change = transitionFor(run, decision, now.toISOString());
-      const startEvents = run.status === 'queued' ? [draft('run.started', now.toISOString(), {})] : [];
+      const nowIso = now.toISOString();
+      const change = transitionFor(run, decision, nowIso);
+      const gate = decision.action === 'await_approval' ? decision : undefined;
+      const created =
+        gate && !approvals.some((a) => a.approvalId === gate.approvalId)
+          ? requestApproval({
+              gate,
+              round: gate.round,
+              run,
+              stepId: gate.stepId,
+              proposedAction: proposedAction(runbook, gate.stepId),
+              rule: gate.rule,
+              reason: gate.reason,
+              now,
+              ...approvalDeadlines(deps.policy instanceof Error ? DEFAULT_POLICY : deps.policy, runbook.environment),
+            })
+          : undefined;
+      if (created) change.events.push(...gateEvents(created, nowIso));
+      const startEvents = run.status === 'queued' ? [draft('run.started', nowIso, {})] : [];
       if (change.status === run.status && startEvents.length === 0 && change.events.length === 0) return decision;
       // From queued, the run starts first; the decision's own transition follows.
       if (change.status !== run.status && run.status !== 'queued')
         runStateMachine.transition(run.status, change.status);
-      const committed = await deps.runs.mutate(runId, (current) =>
-        current.head.seq !== record.head.seq
-          ? undefined
-          : {
-              run: {
-                status: change.status,
-                updatedAt: now.toISOString(),
-                ...(run.status === 'queued' && { startedAt: now.toISOString() }),
-                ...(runStateMachine.isTerminal(change.status) && { endedAt: now.toISOString() }),
-                ...(decision?.action === 'fail' && { error: decision.error }),
-                ...(decision?.action === 'dispatch' && { currentStepId: decision.stepId }),
+      const committed = await deps.runs
+        .mutate(runId, (current) =>
+          current.head.seq !== record.head.seq
+            ? undefined
+            : {
+                run: {
+                  status: change.status,
+                  updatedAt: nowIso,
+                  ...(run.status === 'queued' && { startedAt: nowIso }),
+                  ...(runStateMachine.isTerminal(change.status) && { endedAt: nowIso }),
+                  ...(decision?.action === 'fail' && { error: decision.error }),
+                  ...((decision?.action === 'dispatch' || decision?.action === 'await_approval') && {
+                    currentStepId: decision.stepId,
+                  }),
+                },
+                events: [...startEvents, ...change.events],
+                writes: created ? [deps.approvals.put(created)] : [],
               },
-              events: [...startEvents, ...change.events],
-            },
-      );
-      if (committed) return decision;
+        )
+        .catch((error: unknown) => {
+          // The gate was created by a concurrent Plan: decide again.
+          if ((error as Error).name === 'StaleWriteError') return undefined;
+          throw error;
+        });
+      if (committed) {
+        if (created) await deps.alerts?.requested(created, committed.record.run);
+        return decision;
+      }
       // Someone changed the run while we decided (a cancel, a result): decide again.
     }
     throw new Error(`could not plan run ${runId}: it keeps changing`);
   };
+}
+
+/** `backend.action` of a step, for people reading an approval. */
+function proposedAction(runbook: Runbook, stepId: string): string {
+  const step = allSteps(runbook).find((s) => s.step.id === stepId)?.step;
+  return step ? `${step.backend}.${step.action}` : 'unknown';
+}
+
+/** The events that record a new gate: the policy's decision and the request. */
+function gateEvents(approval: Approval, now: string): EventDraft[] {
+  const about = { stepId: approval.stepId };
+  return [
+    draft(
+      'policy.decided',
+      now,
+      {
+        outcome: 'needs_approval',
+        rule: approval.rule,
+        reason: approval.reason,
+        approvalId: approval.approvalId,
+      },
+      about,
+    ),
+    draft(
+      'approval.requested',
+      now,
+      {
+        approvalId: approval.approvalId,
+        scope: approval.scope,
+        scopeId: approval.scopeId,
+        round: approval.round,
+        proposedAction: approval.proposedAction,
+        requiredApprovals: approval.requiredApprovals,
+        blastRadius: approval.blastRadius,
+        rule: approval.rule,
+        reason: approval.reason,
+        slaDeadline: approval.slaDeadline,
+        hardDeadline: approval.hardDeadline,
+      },
+      about,
+    ),
+  ];
 }
 
 function terminalDecision(run: Run): PlanDecision {
@@ -158,8 +313,11 @@ function targetsOf(step: Step): string[] {
  * unfinished commands are sent again (workers' leases make that harmless), and an aggregate that
  * already completed resumes the execution at once.
  */
-export function makeDispatch(deps: InterpreterDeps & { queue: CommandQueue; callbacks: TaskCallbacks }) {
-  /** Records a step its sandbox profile does not allow as failed, with `sandbox.violation`, and resumes. */
+export function makeDispatch(deps: DispatchDeps) {
+  /**
+   * Records a step that may not run as failed for good, and resumes: denied by the policy (with
+   * `policy.decided`), or not allowed by the sandbox profile (with `sandbox.violation` too).
+   */
   async function refuse(
     stepId: string,
     kind: 'step' | 'rollback',
@@ -167,22 +325,36 @@ export function makeDispatch(deps: InterpreterDeps & { queue: CommandQueue; call
     executions: readonly StepExecution[],
     body: { backend: string; action: string },
     profile: SandboxProfileName,
+    verdict: { rule: string; reason: string; viaPolicy: boolean },
     now: string,
     taskToken: string,
   ): Promise<void> {
     const runId = executions[0]?.runId ?? '';
-    const reason = `${body.backend}.${body.action} is not allowed by sandbox profile ${profile}`;
-    const error = { code: 'SANDBOX_VIOLATION', message: reason, retryable: false };
+    const { rule, reason } = verdict;
+    const violation = rule === 'sandbox-profile';
+    const code = violation ? 'SANDBOX_VIOLATION' : rule === 'approval-expired' ? 'APPROVAL_EXPIRED' : 'POLICY_DENIED';
+    const error = { code, message: reason, retryable: false };
     try {
       await deps.runs.mutate(runId, () => ({
         run: { currentStepId: stepId, updatedAt: now },
         events: [
-          draft(
-            'sandbox.violation',
-            now,
-            { backend: body.backend, action: body.action, sandboxProfile: profile, enforcedBy: 'dispatcher', reason },
-            { stepId, meta: { sandboxProfile: profile } },
-          ),
+          ...(verdict.viaPolicy ? [draft('policy.decided', now, { outcome: 'deny', rule, reason }, { stepId })] : []),
+          ...(violation
+            ? [
+                draft(
+                  'sandbox.violation',
+                  now,
+                  {
+                    backend: body.backend,
+                    action: body.action,
+                    sandboxProfile: profile,
+                    enforcedBy: 'dispatcher',
+                    reason,
+                  },
+                  { stepId, meta: { sandboxProfile: profile } },
+                ),
+              ]
+            : []),
           draft('step.failed', now, { kind, attempt, outcome: 'failed', error }, { stepId }),
         ],
         writes: [
@@ -204,7 +376,7 @@ export function makeDispatch(deps: InterpreterDeps & { queue: CommandQueue; call
       // Recorded already by an earlier delivery of this task.
       if ((err as Error).name !== 'StaleWriteError') throw err;
     }
-    deps.onViolation?.({ runId, stepId, action: `${body.backend}.${body.action}`, profile });
+    if (violation) deps.onViolation?.({ runId, stepId, action: `${body.backend}.${body.action}`, profile });
     await deps.callbacks.succeed(taskToken, { stepId, kind, attempt, refused: true });
   }
 
@@ -241,15 +413,71 @@ export function makeDispatch(deps: InterpreterDeps & { queue: CommandQueue; call
       }));
       const body = kind === 'rollback' && step.rollback ? step.rollback : step;
       const profile = runbook.sandbox_profile;
-      if (!profileAllows(SANDBOX_PROFILES[profile], body.backend, body.action)) {
-        // Refused before anything is queued: the step fails for good and the run goes on from there.
-        await refuse(step.id, kind, attempt, executions, body, profile, now, taskToken);
+      // Refused before anything is queued: the step fails for good and the run goes on from there.
+      const { policy } = decision;
+      if (policy?.outcome === 'deny') {
+        await refuse(step.id, kind, attempt, executions, body, profile, { ...policy, viaPolicy: true }, now, taskToken);
         return;
       }
+      if (!profileAllows(SANDBOX_PROFILES[profile], body.backend, body.action)) {
+        const reason = `${body.backend}.${body.action} is not allowed by sandbox profile ${profile}`;
+        const verdict = { rule: 'sandbox-profile', reason, viaPolicy: false };
+        await refuse(step.id, kind, attempt, executions, body, profile, verdict, now, taskToken);
+        return;
+      }
+      const auto = policy?.autoApproved;
+      const approvedByPolicy =
+        auto &&
+        autoApprove(
+          {
+            gate: auto,
+            round: auto.round,
+            run: record.run,
+            stepId: step.id,
+            proposedAction: `${body.backend}.${body.action}`,
+            rule: policy.rule,
+            reason: policy.reason,
+            now: deps.clock.now(),
+            slaSeconds: 0,
+            hardLimitSeconds: 0,
+          },
+          auto,
+        );
       try {
         await deps.runs.mutate(runId, () => ({
           run: { currentStepId: step.id, updatedAt: now },
           events: [
+            ...(policy
+              ? [
+                  draft(
+                    'policy.decided',
+                    now,
+                    {
+                      outcome: 'allow',
+                      rule: policy.rule,
+                      reason: policy.reason,
+                      ...(policy.approvalId !== undefined && { approvalId: policy.approvalId }),
+                    },
+                    { stepId: step.id },
+                  ),
+                ]
+              : []),
+            ...(approvedByPolicy
+              ? [
+                  draft(
+                    'approval.resolved',
+                    now,
+                    {
+                      approvalId: approvedByPolicy.approvalId,
+                      status: 'approved',
+                      byPolicy: true,
+                      confidence: auto.confidence,
+                      threshold: auto.threshold,
+                    },
+                    { stepId: step.id },
+                  ),
+                ]
+              : []),
             draft(
               'step.dispatched',
               now,
@@ -264,6 +492,7 @@ export function makeDispatch(deps: InterpreterDeps & { queue: CommandQueue; call
             ),
           ],
           writes: [
+            ...(approvedByPolicy ? [deps.approvals.put(approvedByPolicy)] : []),
             ...executions.map((e) => deps.runs.putExecution(e)),
             deps.runs.putAggregate(runId, {
               kind,

@@ -1,4 +1,4 @@
-import type { RunbookVersion, Worker } from '../domain/entities.js';
+import type { Approval, Run, RunbookVersion, Worker } from '../domain/entities.js';
 
 /** Current time, passed in so use cases stay testable. */
 export interface Clock {
@@ -61,4 +61,12 @@ export interface WorkerStore {
   /** Asks a live worker to drain; false when there is no such live worker. */
   requestDrain(workerId: string): Promise<boolean>;
   list(): Promise<Array<Worker & { drainRequested: boolean }>>;
+}
+
+/** Tells people about approval gates; an adapter that cannot deliver logs and carries on. */
+export interface ApprovalAlerts {
+  /** A gate waits for people: the run, step, proposed action, policy reason and a link. */
+  requested(approval: Approval, run: Run): Promise<void>;
+  /** A gate passed its SLA and keeps waiting: the escalation. */
+  escalated(approval: Approval, run: Run): Promise<void>;
 }

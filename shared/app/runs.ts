@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
 import { canonicalJson, type Json, sha256Hex } from '../domain/canonical.js';
 import {
@@ -16,6 +17,8 @@ import { parseRunbookObject, resolveInputs, type Runbook } from '../domain/runbo
 import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachine } from '../domain/statuses.js';
 import { requireRole } from './authorize.js';
 import type { Clock, Page, RunbookStore } from './ports.js';
+import type { TaskCallbacks } from './interpreter.js';
+import { wakeAll } from './waits.js';
 
 /** Starts the interpreter for a run; the execution name is the run id, so a retry cannot start it twice. */
 export interface RunStarter {
@@ -27,6 +30,8 @@ export interface RunDeps {
   readonly runs: RunStore;
   readonly starter: RunStarter;
   readonly clock: Clock;
+  /** Resumes waiting interpreter tasks (a cancel or rollback of a run held by a gate or an operator). */
+  readonly callbacks: TaskCallbacks;
 }
 
 export const createRunBodySchema = z.strictObject({
@@ -45,7 +50,7 @@ const idempotencyKeySchema = z
 const ended = (status: RunStatus) => runStateMachine.isTerminal(status);
 
 /** Loads a run the principal may see; another tenant's run does not exist for them. */
-async function visibleRun(runs: RunStore, principal: Principal, runId: string) {
+export async function visibleRun(runs: RunStore, principal: Principal, runId: string) {
   const record = await runs.load(runId);
   if (!record || record.run.tenantId !== principal.tenantId) throw new NotFoundError(`run '${runId}' not found`);
   return record;
@@ -69,7 +74,7 @@ export async function runbookOf(
  * Steps: validate the body and inputs against the runbook version, store the run with
  * `run.created` and the key in one transaction, then start its interpreter execution.
  */
-export function makeCreateRun(deps: RunDeps) {
+export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
   return async function createRun(input: {
     principal: Principal;
     body: CreateRunBody;
@@ -149,7 +154,7 @@ export function makeCreateRun(deps: RunDeps) {
   };
 }
 
-async function startRun(deps: RunDeps, run: Run): Promise<void> {
+async function startRun(deps: Omit<RunDeps, 'callbacks'>, run: Run): Promise<void> {
   const executionArn = await deps.starter.start(run);
   await deps.runs.mutate(run.runId, (record) =>
     record.executionArn === executionArn ? undefined : { events: [], executionArn },
@@ -227,17 +232,20 @@ export function stepViews(runbook: Runbook, run: Run, executions: readonly StepE
   );
 }
 
-export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'>) {
+export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'> & { approvals: Pick<ApprovalStore, 'list'> }) {
   return async (principal: Principal, runId: string) => {
     const record = await visibleRun(deps.runs, principal, runId);
-    const [runbook, executions] = await Promise.all([
+    const [runbook, executions, approvals] = await Promise.all([
       runbookOf(deps.runbooks, record.run),
       deps.runs.executions(runId),
+      deps.approvals.list(runId),
     ]);
     return {
       ...record.run,
       lastEventSeq: record.head.seq,
       steps: stepViews(runbook, record.run, executions),
+      // Every gate, every round, with its decisions.
+      approvals,
       attempts: executions
         .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
         .map((e) => ({
@@ -277,7 +285,7 @@ export function makeGetEvents(deps: Pick<RunDeps, 'runs'>) {
  * Asks a run to stop: no further step is dispatched; running step executions finish or time out,
  * then the run ends `cancelled`. Cancelling twice is the same as once.
  */
-export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
+export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'>) {
   return async (principal: Principal, runId: string) => {
     requireRole(principal, ['operator', 'admin'], 'cancelling a run');
     const record = await visibleRun(deps.runs, principal, runId);
@@ -299,12 +307,14 @@ export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
             ],
           },
     );
+    // A run waiting on a gate or an operator hears of it now, not at the wait's timeout.
+    await wakeAll(deps, runId, { cancelRequested: true });
     return { runId, status: (result?.record.run ?? record.run).status, cancelRequested: true };
   };
 }
 
 /** Asks a run to roll back what it has done, newest first, and end `failed` (ROLLED_BACK). */
-export function makeRollbackRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
+export function makeRollbackRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'>) {
   return async (principal: Principal, runId: string) => {
     requireRole(principal, ['operator', 'admin'], 'rolling back a run');
     const record = await visibleRun(deps.runs, principal, runId);
@@ -317,7 +327,13 @@ export function makeRollbackRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
         ? undefined
         : {
             rollbackRequested: true,
-            run: { updatedAt: now },
+            // A run held by a gate or an operator goes straight to rolling back.
+            run: {
+              updatedAt: now,
+              ...((current.run.status === 'paused' || current.run.status === 'waiting_for_approval') && {
+                status: 'rolling_back' as const,
+              }),
+            },
             events: [
               {
                 eventId: randomUUID(),
@@ -329,6 +345,7 @@ export function makeRollbackRun(deps: Pick<RunDeps, 'runs' | 'clock'>) {
             ],
           },
     );
+    await wakeAll(deps, runId, { rollbackRequested: true });
     return { runId, status: record.run.status, rollbackRequested: true };
   };
 }

@@ -65,6 +65,8 @@ export const runSchema = z.strictObject({
   currentStepId: z.string().optional(),
   cancelRequested: z.boolean().default(false),
   pausedReason: z.string().optional(),
+  /** An operator's `retry` of a step that failed for good at this attempt. */
+  operatorRetry: z.strictObject({ stepId: z.string(), attempt: z.number().int().positive() }).optional(),
   error: errorInfoSchema.optional(),
   replayOf: z.string().optional(),
 });
@@ -126,15 +128,25 @@ export const approvalSchema = z.strictObject({
   runId: z.string(),
   tenantId: z.string(),
   scope: z.enum(['step', 'phase', 'run']),
-  stepId: z.string().optional(),
-  phaseId: z.string().optional(),
+  /** The step id, phase id, or `final` for the run's gate. */
+  scopeId: z.string(),
+  /** A gate asked again after a rejection (an operator's `retry`) is a new round. */
+  round: z.number().int().min(1),
+  /** The step whose dispatch asked for the gate, and what it proposes to do. */
+  stepId: z.string(),
+  proposedAction: z.string(),
   status: approvalStatusSchema,
   requiredApprovals: z.number().int().min(1),
   decisions: z.array(decisionSchema).default([]),
+  /** The policy rule that asked for the gate, and why. */
+  rule: z.string(),
   reason: z.string(),
   blastRadius: blastRadiusSchema,
+  requestedBy: z.string(),
   requestedAt: iso,
   slaDeadline: iso,
   hardDeadline: iso,
+  escalatedAt: iso.optional(),
+  resolvedAt: iso.optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;

@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { sha256Hex } from './canonical.js';
 import { durationMs } from './duration.js';
-import type { ErrorInfo, Run, StepExecution } from './entities.js';
-import { allSteps, type Runbook, type Step } from './runbook.js';
+import { approvalIdFor, isOpen } from './approvals.js';
+import type { Approval, ErrorInfo, Run, StepExecution } from './entities.js';
+import { approvalDeadlines, decideStep, type PolicyDocument } from './policy.js';
+import { allSteps, blastRadiusSchema, type Runbook, type Step } from './runbook.js';
 import { stepExecutionStateMachine } from './statuses.js';
 
 /** What the run interpreter does next; the Route choice state switches on `action`. */
@@ -12,6 +14,43 @@ export const planDecisionSchema = z.discriminatedUnion('action', [
     stepId: z.string(),
     kind: z.enum(['step', 'rollback']),
     attempt: z.number().int().positive(),
+    /** What the policy decided for a step's first attempt; the dispatcher records it with the dispatch. */
+    policy: z
+      .strictObject({
+        outcome: z.enum(['allow', 'deny']),
+        rule: z.string(),
+        reason: z.string(),
+        /** The gate that allowed it, when one did. */
+        approvalId: z.string().optional(),
+        /** A gate approved by policy, to be recorded as such with the numbers. */
+        autoApproved: z
+          .strictObject({
+            scope: z.enum(['step', 'phase', 'run']),
+            scopeId: z.string(),
+            round: z.number().int().positive(),
+            requiredApprovals: z.number().int().positive(),
+            blastRadius: blastRadiusSchema,
+            confidence: z.number(),
+            threshold: z.number(),
+          })
+          .optional(),
+      })
+      .optional(),
+  }),
+  /** The step's gate waits for people; the AwaitApproval task keeps its token on the approval. */
+  z.strictObject({
+    action: z.literal('await_approval'),
+    stepId: z.string(),
+    approvalId: z.string(),
+    round: z.number().int().positive(),
+    scope: z.enum(['step', 'phase', 'run']),
+    scopeId: z.string(),
+    requiredApprovals: z.number().int().positive(),
+    blastRadius: blastRadiusSchema,
+    rule: z.string(),
+    reason: z.string(),
+    /** Until the SLA (then the task times out and the gate escalates), or until the hard limit. */
+    timeoutSeconds: z.number().int().min(1),
   }),
   z.strictObject({
     action: z.literal('wait'),
@@ -41,7 +80,10 @@ export type StepState =
 
 export interface PlanInput {
   readonly runbook: Runbook;
-  readonly run: Pick<Run, 'runId' | 'status' | 'cancelRequested' | 'startedAt' | 'createdAt' | 'error'> & {
+  readonly run: Pick<
+    Run,
+    'runId' | 'status' | 'cancelRequested' | 'startedAt' | 'createdAt' | 'error' | 'operatorRetry'
+  > & {
     readonly rollbackRequested?: boolean;
   };
   readonly executions: readonly Pick<
@@ -49,6 +91,16 @@ export interface PlanInput {
     'stepId' | 'kind' | 'attempt' | 'status' | 'endedAt' | 'error' | 'targetId'
   >[];
   readonly now: Date;
+  /**
+   * The deployment's policy (or the error it failed to load with: every step is then denied).
+   * Without it no step is gated.
+   */
+  readonly policy?: PolicyDocument | Error;
+  /** The run's approval gates, every round. */
+  readonly approvals?: readonly Pick<
+    Approval,
+    'approvalId' | 'scope' | 'scopeId' | 'round' | 'status' | 'slaDeadline' | 'hardDeadline'
+  >[];
 }
 
 /** Retry back-off: exponential from 1 s, capped at 5 minutes, with full jitter. */
@@ -144,12 +196,20 @@ export function plan(input: PlanInput): PlanDecision {
   if (!run.rollbackRequested && !timedOut) {
     for (const { step, state } of states) {
       if (state.kind === 'succeeded') continue;
+      // An operator's `retry` after the step failed for good: one more attempt, now.
+      if (
+        state.kind === 'failed' &&
+        run.operatorRetry?.stepId === step.id &&
+        run.operatorRetry.attempt === state.attempt
+      )
+        return { action: 'dispatch', stepId: step.id, kind: 'step', attempt: state.attempt + 1 };
       if (state.kind === 'failed') {
         firstFailure ??= { step, error: state.error };
         continue;
       }
       if (firstFailure && runbook.strategy === 'fail-fast') break;
       if (state.kind === 'not_started' && !conditionHolds(step, firstFailure !== undefined)) continue;
+      if (state.kind === 'not_started' && input.policy !== undefined) return gated(input, step);
       return advance(run.runId, step, state, 'step', now);
     }
     if (!firstFailure) return { action: 'succeed' };
@@ -172,6 +232,78 @@ export function plan(input: PlanInput): PlanDecision {
       ? failureError(firstFailure.step, firstFailure.error)
       : { code: 'RUN_TIMEOUT', message: `the run exceeded its timeout of ${runbook.timeout}` };
   return { action: 'fail', error, rolledBack: toRollBack.map((s) => s.id) };
+}
+
+/**
+ * A step's first dispatch, through the policy: denied, allowed, or waiting on its gate. A gate is
+ * looked up by scope, so the steps of an approved phase pass; after a rejection (and an operator's
+ * `retry`) the gate is asked again as a new round.
+ */
+function gated(input: PlanInput, step: Step): PlanDecision {
+  const { runbook, now } = input;
+  const verdict = decideStep(input.policy ?? new Error('no policy'), runbook, step.id);
+  const dispatch = { action: 'dispatch' as const, stepId: step.id, kind: 'step' as const, attempt: 1 };
+  const { rule, reason } = verdict;
+  if (verdict.outcome === 'deny') return { ...dispatch, policy: { outcome: 'deny', rule, reason } };
+  const gate = verdict.outcome === 'needs_approval' ? verdict.gate : verdict.autoApproved?.gate;
+  if (!gate) return { ...dispatch, policy: { outcome: 'allow', rule, reason } };
+
+  const latest = (input.approvals ?? [])
+    .filter((a) => a.scope === gate.scope && a.scopeId === gate.scopeId)
+    .reduce<NonNullable<PlanInput['approvals']>[number] | undefined>(
+      (last, a) => (last === undefined || a.round > last.round ? a : last),
+      undefined,
+    );
+  if (latest?.status === 'approved')
+    return {
+      ...dispatch,
+      policy: {
+        outcome: 'allow',
+        rule: 'approved',
+        reason: `approval ${latest.approvalId} granted`,
+        approvalId: latest.approvalId,
+      },
+    };
+  if (latest?.status === 'expired')
+    return {
+      ...dispatch,
+      policy: {
+        outcome: 'deny',
+        rule: 'approval-expired',
+        reason: `approval ${latest.approvalId} was not decided before its hard limit`,
+      },
+    };
+  const secondsUntil = (iso: string) => Math.max(1, Math.ceil((Date.parse(iso) - now.getTime()) / 1000));
+  const base = {
+    action: 'await_approval' as const,
+    stepId: step.id,
+    scope: gate.scope,
+    scopeId: gate.scopeId,
+    requiredApprovals: gate.requiredApprovals,
+    blastRadius: gate.blastRadius,
+    rule,
+    reason,
+  };
+  if (latest && isOpen(latest.status))
+    return {
+      ...base,
+      approvalId: latest.approvalId,
+      round: latest.round,
+      timeoutSeconds: secondsUntil(latest.status === 'requested' ? latest.slaDeadline : latest.hardDeadline),
+    };
+  // No gate yet, or the last round was rejected and an operator asked to try again.
+  const round = (latest?.round ?? 0) + 1;
+  const approvalId = approvalIdFor(gate, round);
+  if (verdict.outcome === 'allow' && verdict.autoApproved) {
+    const { confidence, threshold } = verdict.autoApproved;
+    return {
+      ...dispatch,
+      policy: { outcome: 'allow', rule, reason, approvalId, autoApproved: { ...gate, round, confidence, threshold } },
+    };
+  }
+  const policy = input.policy instanceof Error || input.policy === undefined ? undefined : input.policy;
+  const slaSeconds = policy ? approvalDeadlines(policy, runbook.environment).slaSeconds : 1;
+  return { ...base, approvalId, round, timeoutSeconds: slaSeconds };
 }
 
 function failureError(step: Step, error: ErrorInfo | undefined): { code: string; message: string } {

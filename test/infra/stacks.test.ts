@@ -199,10 +199,15 @@ describe('the stateless stack', () => {
 
   it('grants each function only the AWS access its handler needs', () => {
     expect(actionsOf('Fnapicreaterun')).toContain('states:StartExecution');
-    for (const readOnly of ['Fnapilistruns', 'Fnapigetrun', 'Fnapicancelrun', 'Fnplan']) {
+    for (const readOnly of ['Fnapilistruns', 'Fnapigetrun', 'Fnplan']) {
       expect(actionsOf(readOnly)).not.toContain('states:StartExecution');
       expect(actionsOf(readOnly)).not.toContain('states:SendTaskSuccess');
       expect(actionsOf(readOnly)).not.toContain('sqs:SendMessage');
+    }
+    // Cancel, rollback, resume and approval decisions wake a waiting task; none starts one.
+    for (const waking of ['Fnapicancelrun', 'Fnapirollbackrun', 'Fnapiresumerun', 'Fnapidecideapproval']) {
+      expect(actionsOf(waking)).toContain('states:SendTaskSuccess');
+      expect(actionsOf(waking)).not.toContain('states:StartExecution');
     }
     expect(actionsOf('Fndispatch')).toEqual(expect.arrayContaining(['sqs:SendMessage', 'states:SendTaskSuccess']));
     expect(actionsOf('Fnapihealth')).toEqual(

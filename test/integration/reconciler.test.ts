@@ -42,6 +42,7 @@ beforeAll(async () => {
   const { makeRunStore } = await import('../../shared/adapters/dynamodb/run-store.js');
   const { makeDynamoRunbookStore } = await import('../../shared/adapters/dynamodb/runbook-store.js');
   const { makeWorkerStore } = await import('../../shared/adapters/dynamodb/worker-store.js');
+  const { makeApprovalStore } = await import('../../shared/adapters/dynamodb/approval-store.js');
   const { makeRegisterRunbook } = await import('../../shared/app/runbooks.js');
   const { createRunBodySchema, makeCreateRun } = await import('../../shared/app/runs.js');
   const { makeDispatch } = await import('../../shared/app/interpreter.js');
@@ -77,7 +78,14 @@ beforeAll(async () => {
   });
   createRun = async (runbookId) =>
     (await create({ principal: operator, body: createRunBodySchema.parse({ runbookId }) })).runId;
-  const dispatchStep = makeDispatch({ runbooks, runs, clock, callbacks, queue: { send: async () => undefined } });
+  const dispatchStep = makeDispatch({
+    runbooks,
+    runs,
+    approvals: makeApprovalStore(documentClient, dynamo.tableNames.state),
+    clock,
+    callbacks,
+    queue: { send: async () => undefined },
+  });
   dispatch = async (runId, stepId, attempt = 1) => {
     const token = `token-${runId}-${attempt}`;
     await dispatchStep(runId, { action: 'dispatch', stepId, kind: 'step', attempt }, token);

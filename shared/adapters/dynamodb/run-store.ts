@@ -1,5 +1,6 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
+  DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -24,7 +25,7 @@ import { runStateMachine, stepExecutionStateMachine, type RunStatus } from '../.
 import { conditionally } from './conditional.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** Step executions holding a lease, by expiry (gsi2), so the reconciler finds the expired ones. */
 const LEASES_INDEX = 'LEASES';
@@ -481,15 +482,19 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
       );
     },
 
-    async waitToken(runId: string, waitingFor: string): Promise<string | undefined> {
-      const { Item } = await client.send(
-        new GetCommand({
+    /**
+     * Takes a waiting task's token, so exactly one caller resumes it: the request that ended the
+     * wait, or the task itself when the wait ended before its token was stored.
+     */
+    async claimWaitToken(runId: string, waitingFor: string): Promise<string | undefined> {
+      const { Attributes } = await client.send(
+        new DeleteCommand({
           TableName: state,
           Key: { pk: runKey(runId), sk: `WAIT#${waitingFor}` },
-          ConsistentRead: true,
+          ReturnValues: 'ALL_OLD',
         }),
       );
-      return typeof Item?.taskToken === 'string' ? Item.taskToken : undefined;
+      return typeof Attributes?.taskToken === 'string' ? Attributes.taskToken : undefined;
     },
 
     /** Every aggregate of a run (one per step or rollback attempt). */
