@@ -47,21 +47,23 @@ export const interpreterDeps = () => ({
   callbacks: makeSfnCallbacks(sfnClient()),
 });
 
-/** For Plan: also the deployment's policy and the alerts that tell people about gates. */
-export const planDeps = () => {
+const approvalAlerts = () => {
   const logger = new Logger({ serviceName: 'capstan-approval-alerts' });
-  return {
-    ...interpreterDeps(),
-    policy: parsePolicy(config().CAPSTAN_POLICY),
-    alerts: makeApprovalAlerts({
-      eventBridge: eventBridgeClient(),
-      busName: config().CAPSTAN_EVENT_BUS,
-      webhookUrl: config().CAPSTAN_NOTIFY_WEBHOOK_URL,
-      linkBase: config().CAPSTAN_LINK_BASE_URL,
-      log: (message, fields) => logger.warn(message, fields),
-    }),
-  };
+  return makeApprovalAlerts({
+    eventBridge: eventBridgeClient(),
+    busName: config().CAPSTAN_EVENT_BUS,
+    webhookUrl: config().CAPSTAN_NOTIFY_WEBHOOK_URL,
+    linkBase: config().CAPSTAN_LINK_BASE_URL,
+    log: (message, fields) => logger.warn(message, fields),
+  });
 };
+
+/** For Plan: also the deployment's policy and the alerts that tell people about gates. */
+export const planDeps = () => ({
+  ...interpreterDeps(),
+  policy: parsePolicy(config().CAPSTAN_POLICY),
+  alerts: approvalAlerts(),
+});
 
 /** For the approval and resume routes: decisions, and the waiting tasks they resume. */
 export const approvalDeps = () => ({
@@ -94,4 +96,5 @@ export const reconcilerDeps = () => ({
   ...interpreterDeps(),
   ...workerDeps(),
   interpreter: makeSfnInterpreterControl(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
+  alerts: approvalAlerts(),
 });

@@ -293,7 +293,9 @@ export class StatelessStack extends Stack {
     // Plan decides every step through the deployment's policy and tells people about gates.
     const plan = workflowFns.PlanFunctionArn;
     plan?.addEnvironment('CAPSTAN_POLICY', policyText(config));
-    if (config.notifyWebhookUrl) plan?.addEnvironment('CAPSTAN_NOTIFY_WEBHOOK_URL', config.notifyWebhookUrl);
+    // Plan posts approval requests; the reconciler posts escalations.
+    if (config.notifyWebhookUrl)
+      for (const f of [plan, reconciler]) f?.addEnvironment('CAPSTAN_NOTIFY_WEBHOOK_URL', config.notifyWebhookUrl);
     for (const route of ROUTES) {
       const f = routeFns.get(route.handler);
       if (!f) continue;

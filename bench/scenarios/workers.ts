@@ -87,7 +87,10 @@ export async function killToRecovery(
   }
 }
 
-/** N one-step runs of a 500 ms sleep on `count` workers: steps per second, worker RSS and lease latency. */
+/** Long enough that the sleep, not the orchestration around it, bounds a worker. */
+const SLEEP_MS = 2000;
+
+/** N one-step runs of a sleep on `count` workers: steps per second, worker RSS and lease latency. */
 export async function sleepThroughput(count: number, runs: number, progress: (l: string) => void) {
   const bench = await startBenchStack({
     workers: { 'dev-flex': count },
@@ -98,7 +101,7 @@ export async function sleepThroughput(count: number, runs: number, progress: (l:
       name: 'bench-sleep',
       environment: 'dev',
       sandbox_profile: 'dev-flex',
-      steps: [{ id: 'nap', backend: 'test', action: 'sleep', params: { ms: 500 } }],
+      steps: [{ id: 'nap', backend: 'test', action: 'sleep', params: { ms: SLEEP_MS } }],
     });
     await waitFor(
       async () => ((await workers(bench)).filter((w) => w.status === 'idle').length >= count ? true : undefined),
@@ -171,7 +174,7 @@ export const workersScenario: Scenario = async (progress) => {
     {
       name: 'sleep-bound steps per second, 1 / 3 workers',
       value: `${fixed(one.stepsPerSecond)} / ${fixed(three.stepsPerSecond)}`,
-      note: `ratio ${fixed(three.stepsPerSecond / one.stepsPerSecond)} (ideal 3); ${runs} steps of 500 ms`,
+      note: `ratio ${fixed(three.stepsPerSecond / one.stepsPerSecond)} (ideal 3); ${runs} steps of ${SLEEP_MS} ms`,
     },
   ];
   return {

@@ -21,5 +21,9 @@ export const handler = async (event: unknown): Promise<void> => {
   const { runId, decision, taskToken } = inputSchema.parse(event);
   if (decision.action !== 'await_approval') throw new Error(`AwaitApproval got a '${decision.action}' decision`);
   await awaitApproval(runId, decision.approvalId, taskToken);
-  logger.info('waiting for approval', { runId, approvalId: decision.approvalId, timeoutSeconds: decision.timeoutSeconds });
+  logger.info('waiting for approval', {
+    runId,
+    approvalId: decision.approvalId,
+    timeoutSeconds: decision.timeoutSeconds,
+  });
 };

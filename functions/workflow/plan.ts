@@ -6,7 +6,8 @@ import { planDeps } from '../dependencies.js';
 
 const logger = new Logger({ serviceName: 'capstan-plan' });
 const deps = planDeps();
-if (deps.policy instanceof Error) logger.error('every step will be denied until the policy is fixed', { error: deps.policy.message });
+if (deps.policy instanceof Error)
+  logger.error('every step will be denied until the policy is fixed', { error: deps.policy.message });
 const planNext = makePlanNext(deps);
 const inputSchema = z.object({ runId: z.string().min(1), tenantId: z.string().min(1) });
 

@@ -155,7 +155,9 @@ export function makeResumeRun(deps: ApprovalDeps & { runbooks: RunbookStore }) {
     requireRole(principal, ['operator', 'admin'], 'resuming a run');
     const record = await visibleRun(deps.runs, principal, runId);
     if (record.run.status !== 'paused')
-      throw new ConflictError(`run '${runId}' is ${record.run.status}, not paused; only a paused run takes a directive`);
+      throw new ConflictError(
+        `run '${runId}' is ${record.run.status}, not paused; only a paused run takes a directive`,
+      );
     const runbook = await runbookOf(deps.runbooks, record.run);
     const executions = await deps.runs.executions(runId);
     const failed = allSteps(runbook)

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
 import { autoApprove, dueTransition, requestApproval } from '../domain/approvals.js';
+import { makeApplyDue } from './approval-timer.js';
 import type { Json } from '../domain/canonical.js';
 import { durationMs } from '../domain/duration.js';
 import type { Approval, Run, StepExecution } from '../domain/entities.js';
@@ -11,7 +12,7 @@ import { plan, type PlanDecision } from '../domain/planner.js';
 import { approvalDeadlines, DEFAULT_POLICY, type PolicyDocument } from '../domain/policy.js';
 import { allSteps, type Runbook, type Step } from '../domain/runbook.js';
 import { profileAllows, SANDBOX_PROFILES, type SandboxProfileName } from '../domain/sandbox-profiles.js';
-import { approvalStateMachine, runStateMachine, type RunStatus } from '../domain/statuses.js';
+import { runStateMachine, type RunStatus } from '../domain/statuses.js';
 import { substitute } from '../domain/template.js';
 import type { ApprovalAlerts, Clock, RunbookStore } from './ports.js';
 import { runbookOf } from './runs.js';
@@ -87,55 +88,7 @@ function transitionFor(run: Run, decision: PlanDecision, now: string): { status:
  * (status and its event) in one transaction. Deciding the same state twice records nothing new.
  */
 export function makePlanNext(deps: PlanDeps) {
-  /** Applies what time did to a gate: escalation past its SLA, expiry past its hard limit. */
-  async function applyDue(run: Run, approval: Approval, now: Date): Promise<void> {
-    const due = dueTransition(approval, now);
-    if (!due) return;
-    const at = now.toISOString();
-    const next: Approval =
-      due === 'escalate'
-        ? { ...approval, status: 'escalated', escalatedAt: at }
-        : { ...approval, status: 'expired', resolvedAt: at };
-    approvalStateMachine.transition(approval.status, next.status);
-    const about = { stepId: approval.stepId };
-    const events =
-      due === 'escalate'
-        ? [
-            draft(
-              'approval.expired',
-              at,
-              {
-                approvalId: approval.approvalId,
-                slaDeadline: approval.slaDeadline,
-                escalated: true,
-                waitingUntil: approval.hardDeadline,
-              },
-              about,
-            ),
-          ]
-        : [
-            draft(
-              'approval.expired',
-              at,
-              { approvalId: approval.approvalId, hardDeadline: approval.hardDeadline, final: true },
-              about,
-            ),
-            draft('approval.resolved', at, { approvalId: approval.approvalId, status: 'expired' }, about),
-          ];
-    const committed = await deps.runs
-      .mutate(run.runId, (current) => ({
-        events,
-        ...(due === 'expire' &&
-          current.run.status === 'waiting_for_approval' && { run: { status: 'running' as const, updatedAt: at } }),
-        writes: [deps.approvals.update(next, approval)],
-      }))
-      .catch((error: unknown) => {
-        // Decided or moved on by someone else since it was read.
-        if ((error as Error).name === 'StaleWriteError') return undefined;
-        throw error;
-      });
-    if (committed && due === 'escalate') await deps.alerts?.escalated(next, run);
-  }
+  const applyDue = makeApplyDue(deps);
 
   return async function planNext(runId: string): Promise<PlanDecision> {
     let decision: PlanDecision | undefined;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
 import type { Json } from '../domain/canonical.js';
 import { findAction } from '../domain/catalogue.js';
@@ -8,7 +9,9 @@ import { allSteps } from '../domain/runbook.js';
 import { runStateMachine, stepExecutionStateMachine } from '../domain/statuses.js';
 import { isSilent } from '../domain/workers.js';
 import type { TaskCallbacks } from './interpreter.js';
-import type { Clock, RunbookStore, WorkerStore } from './ports.js';
+import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.js';
+import { makeApplyDue } from './approval-timer.js';
+import { wake } from './waits.js';
 import { runbookOf } from './runs.js';
 
 /** The interpreter as the reconciler sees it. */
@@ -24,6 +27,9 @@ export interface ReconcilerDeps {
   readonly runbooks: RunbookStore;
   readonly workers: WorkerStore;
   readonly callbacks: TaskCallbacks;
+  readonly approvals: ApprovalStore;
+  /** Sends escalations of gates past their SLA. */
+  readonly alerts?: ApprovalAlerts;
   readonly interpreter: InterpreterControl;
   readonly clock: Clock;
   readonly heartbeatMs: number;
@@ -40,6 +46,10 @@ export interface ReconcileSummary {
   /** Runs paused for an operator because a lost action is not safe to retry and left no receipt. */
   pausedForOperator: number;
   statesFixed: number;
+  /** Gates past their SLA: escalated, still waiting. */
+  approvalsEscalated: number;
+  /** Gates past their hard limit: expired, their step fails. */
+  approvalsExpired: number;
 }
 
 export const emptySummary = (): ReconcileSummary => ({
@@ -49,6 +59,8 @@ export const emptySummary = (): ReconcileSummary => ({
   notRecovered: 0,
   pausedForOperator: 0,
   statesFixed: 0,
+  approvalsEscalated: 0,
+  approvalsExpired: 0,
 });
 
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
@@ -159,9 +171,27 @@ export function makeReconcile(deps: ReconcilerDeps) {
     }
   }
 
+  const applyDue = makeApplyDue(deps);
+
+  /** Gates past their SLA escalate; past their hard limit they expire and the waiting run moves on. */
+  async function sweepApprovals(now: Date, summary: ReconcileSummary): Promise<void> {
+    for (const { runId, approvalId } of await deps.approvals.due(now)) {
+      const [record, approval] = await Promise.all([runs.load(runId), deps.approvals.get(runId, approvalId)]);
+      if (!record || !approval) continue;
+      const applied = await applyDue(record.run, approval, now);
+      if (applied === 'escalate') summary.approvalsEscalated++;
+      if (applied === 'expire') {
+        summary.approvalsExpired++;
+        await wake(deps, runId, 'approval', { approvalId, status: 'expired' });
+      }
+      if (applied) deps.log(`approval ${applied === 'escalate' ? 'escalated' : 'expired'}`, { runId, approvalId });
+    }
+  }
+
   return async function reconcile(): Promise<ReconcileSummary> {
     const now = clock.now();
     const summary = emptySummary();
+    await sweepApprovals(now, summary);
 
     const workers = await deps.workers.list();
     for (const worker of workers) {

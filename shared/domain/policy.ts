@@ -102,7 +102,10 @@ export function approvalDeadlines(policy: Pick<PolicyDocument, 'sla'>, environme
 }
 
 /** The gate the validation mode puts on this step, if any, and why. */
-function modeGate(runbook: Runbook, step: Step): { scope: GateSpec['scope']; scopeId: string; reason: string } | 'none' {
+function modeGate(
+  runbook: Runbook,
+  step: Step,
+): { scope: GateSpec['scope']; scopeId: string; reason: string } | 'none' {
   const placed = allSteps(runbook);
   const index = placed.findIndex((p) => p.step.id === step.id);
   const phase = placed[index]?.phase;
@@ -166,7 +169,8 @@ export function decide(policy: PolicyDocument, runbook: Runbook, stepId: string)
         ? `${action} is destructive: two people must approve it`
         : `blast radius ${step.blast_radius}: two people must approve it`,
     };
-  else if (required) gate = { scope: 'step', scopeId: step.id, rule: `require:${required.id}`, reason: required.reason };
+  else if (required)
+    gate = { scope: 'step', scopeId: step.id, rule: `require:${required.id}`, reason: required.reason };
   else if (byMode !== 'none') gate = { ...byMode, rule: `mode:${runbook.validation_mode}` };
   else if (unsure)
     gate = {

@@ -32,6 +32,9 @@ beforeAll(async () => {
       CAPSTAN_WORKER_HEARTBEAT_SECONDS: '1',
       CAPSTAN_SCRIPTS_DIR: join(ROOT, 'test', 'fixtures', 'scripts'),
       POWERTOOLS_LOG_LEVEL: 'INFO',
+      // These tests are about the script sandbox, not its gate: this deployment's policy lets a
+      // destructive action in dev run without the two-key approval (test/e2e/approvals.test.ts has it).
+      CAPSTAN_POLICY: JSON.stringify({ version: 1, twoKey: { destructive: false } }),
     },
     log: (line) => log.push(line),
   });

@@ -78,10 +78,11 @@ beforeAll(async () => {
   });
   createRun = async (runbookId) =>
     (await create({ principal: operator, body: createRunBodySchema.parse({ runbookId }) })).runId;
+  const approvals = makeApprovalStore(documentClient, dynamo.tableNames.state);
   const dispatchStep = makeDispatch({
     runbooks,
     runs,
-    approvals: makeApprovalStore(documentClient, dynamo.tableNames.state),
+    approvals,
     clock,
     callbacks,
     queue: { send: async () => undefined },
@@ -93,6 +94,7 @@ beforeAll(async () => {
   };
   reconcile = makeReconcile({
     runs,
+    approvals,
     runbooks,
     workers,
     callbacks,

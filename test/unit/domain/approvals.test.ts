@@ -166,7 +166,10 @@ describe('the planner with gates', () => {
     const run = { runId: 'run-1', status: 'running' as const, cancelRequested: false, createdAt: now.toISOString() };
     expect(decide([phaseGate('approved')], { executions: [failed], run })).toMatchObject({ action: 'fail' });
     expect(
-      decide([phaseGate('approved')], { executions: [failed], run: { ...run, operatorRetry: { stepId: 'a', attempt: 1 } } }),
+      decide([phaseGate('approved')], {
+        executions: [failed],
+        run: { ...run, operatorRetry: { stepId: 'a', attempt: 1 } },
+      }),
     ).toMatchObject({ action: 'dispatch', stepId: 'a', attempt: 2 });
   });
 });

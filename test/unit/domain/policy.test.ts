@@ -23,12 +23,16 @@ function runbook(
     name: 'r',
     environment,
     sandbox_profile: profile,
-    steps: [{ id: 'first', ...ECHO }, { id: 's', ...step }],
+    steps: [
+      { id: 'first', ...ECHO },
+      { id: 's', ...step },
+    ],
     ...extra,
   });
 }
 
-const policy = (doc: Record<string, unknown> = {}): PolicyDocument => policyDocumentSchema.parse({ version: 1, ...doc });
+const policy = (doc: Record<string, unknown> = {}): PolicyDocument =>
+  policyDocumentSchema.parse({ version: 1, ...doc });
 
 /** One row: a runbook, a step of it, a policy; the outcome, the rule that decided and the quorum. */
 interface Row {
@@ -82,17 +86,25 @@ const rows: Row[] = [
   },
   {
     name: 'per_step in dev is auto-approved at confidence >= threshold and blast radius <= medium',
-    runbook: runbook('dev', { ...ECHO, blast_radius: 'medium', confidence_score: 0.9, auto_approve_threshold: 0.9 }, {
-      validation_mode: 'per_step',
-    }),
+    runbook: runbook(
+      'dev',
+      { ...ECHO, blast_radius: 'medium', confidence_score: 0.9, auto_approve_threshold: 0.9 },
+      {
+        validation_mode: 'per_step',
+      },
+    ),
     outcome: 'allow',
     rule: 'auto-approval',
   },
   {
     name: 'per_step in dev below the threshold waits for a person',
-    runbook: runbook('dev', { ...ECHO, confidence_score: 0.89, auto_approve_threshold: 0.9 }, {
-      validation_mode: 'per_step',
-    }),
+    runbook: runbook(
+      'dev',
+      { ...ECHO, confidence_score: 0.89, auto_approve_threshold: 0.9 },
+      {
+        validation_mode: 'per_step',
+      },
+    ),
     outcome: 'needs_approval',
     rule: 'mode:per_step',
     quorum: 1,
