@@ -4,6 +4,8 @@ import type { Principal } from '../../shared/domain/entities.js';
 import type { RunStore } from '../../shared/adapters/dynamodb/run-store.js';
 import type { InterpreterControl, Reconcile } from '../../shared/app/reconciler.js';
 import type { RunbookStore, WorkerStore } from '../../shared/app/ports.js';
+import type { ApprovalStore } from '../../shared/adapters/dynamodb/approval-store.js';
+import type { PlanDecision } from '../../shared/domain/planner.js';
 import { startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
 
 /**
@@ -25,6 +27,8 @@ const resumed: Array<{ token: string; output: Record<string, Json> }> = [];
 const restarted: string[] = [];
 const interpreterStatus = new Map<string, string>();
 let reconcile: Reconcile;
+let approvals: ApprovalStore;
+let planNext: (runId: string) => Promise<PlanDecision>;
 let createRun: (runbookId: string) => Promise<string>;
 let dispatch: (runId: string, stepId: string, attempt?: number) => Promise<string>;
 
@@ -45,7 +49,8 @@ beforeAll(async () => {
   const { makeApprovalStore } = await import('../../shared/adapters/dynamodb/approval-store.js');
   const { makeRegisterRunbook } = await import('../../shared/app/runbooks.js');
   const { createRunBodySchema, makeCreateRun } = await import('../../shared/app/runs.js');
-  const { makeDispatch } = await import('../../shared/app/interpreter.js');
+  const { makeDispatch, makePlanNext } = await import('../../shared/app/interpreter.js');
+  const { DEFAULT_POLICY } = await import('../../shared/domain/policy.js');
   const { makeReconcile } = await import('../../shared/app/reconciler.js');
   runs = makeRunStore(documentClient, dynamo.tableNames);
   runbooks = makeDynamoRunbookStore(documentClient, dynamo.tableNames.state);
@@ -55,9 +60,10 @@ beforeAll(async () => {
     fail: async () => undefined,
   };
   const register = makeRegisterRunbook({ runbooks, clock });
-  for (const [name, action, params] of [
-    ['lost-counter', 'counter', { key: 'reconciler' }],
-    ['lost-sleep', 'sleep', { ms: 1000 }],
+  for (const [name, action, params, more] of [
+    ['lost-counter', 'counter', { key: 'reconciler' }, {}],
+    ['lost-sleep', 'sleep', { ms: 1000 }, {}],
+    ['gated-sleep', 'sleep', { ms: 1000 }, { validation_mode: 'per_step' }],
   ] as const) {
     await register({
       principal: operator,
@@ -66,6 +72,7 @@ beforeAll(async () => {
         name,
         environment: 'dev',
         sandbox_profile: 'dev-flex',
+        ...more,
         steps: [{ id: 'only', backend: 'test', action, params, retries: 1 }],
       }),
     });
@@ -78,7 +85,7 @@ beforeAll(async () => {
   });
   createRun = async (runbookId) =>
     (await create({ principal: operator, body: createRunBodySchema.parse({ runbookId }) })).runId;
-  const approvals = makeApprovalStore(documentClient, dynamo.tableNames.state);
+  approvals = makeApprovalStore(documentClient, dynamo.tableNames.state);
   const dispatchStep = makeDispatch({
     runbooks,
     runs,
@@ -92,6 +99,7 @@ beforeAll(async () => {
     await dispatchStep(runId, { action: 'dispatch', stepId, kind: 'step', attempt }, token);
     return token;
   };
+  planNext = makePlanNext({ runbooks, runs, approvals, clock, policy: DEFAULT_POLICY });
   reconcile = makeReconcile({
     runs,
     approvals,
@@ -262,5 +270,52 @@ describe('the reconciler', () => {
     advance(61_000);
     await reconcile();
     expect(resumed.filter((r) => r.token === token)).toHaveLength(1);
+  });
+
+  it('expires a gate at its hard limit, resumes the waiting task, and the step fails', async () => {
+    const runId = await createRun('gated-sleep');
+    const record = await runs.load(runId);
+    const { requestApproval } = await import('../../shared/domain/approvals.js');
+    const gate = requestApproval({
+      gate: { scope: 'step', scopeId: 'only', requiredApprovals: 1, blastRadius: 'low' },
+      round: 1,
+      run: record?.run ?? { runId, tenantId: 'acme', requestedBy: 'olive' },
+      stepId: 'only',
+      proposedAction: 'test.sleep',
+      rule: 'mode:per_step',
+      reason: 'validation mode per_step gates every step',
+      now,
+      slaSeconds: 60,
+      hardLimitSeconds: 120,
+    });
+    await runs.mutate(runId, () => ({
+      events: [],
+      run: { status: 'waiting_for_approval' },
+      writes: [approvals.put(gate)],
+    }));
+    await runs.putWaitToken(runId, 'approval', 'approval-token', now.toISOString());
+    resumed.length = 0;
+
+    advance(61_000);
+    expect(await reconcile()).toMatchObject({ approvalsEscalated: 1, approvalsExpired: 0 });
+    expect((await approvals.get(runId, gate.approvalId))?.status).toBe('escalated');
+    expect(resumed.filter((r) => r.token === 'approval-token')).toHaveLength(0);
+
+    advance(60_000);
+    expect(await reconcile()).toMatchObject({ approvalsEscalated: 0, approvalsExpired: 1 });
+    expect((await approvals.get(runId, gate.approvalId))?.status).toBe('expired');
+    expect(resumed.filter((r) => r.token === 'approval-token')).toHaveLength(1);
+    const after = await runs.load(runId);
+    expect(after?.run.status).toBe('running');
+    const types = (await runs.events(runId, 0, 100)).map((e) => e.type);
+    expect(types.filter((t) => t === 'approval.expired')).toHaveLength(2);
+    expect(types).toContain('approval.resolved');
+    // Nothing is due any more, and Plan fails the step rather than wait again.
+    expect(await reconcile()).toMatchObject({ approvalsEscalated: 0, approvalsExpired: 0 });
+    expect(await planNext(runId)).toMatchObject({
+      action: 'dispatch',
+      stepId: 'only',
+      policy: { outcome: 'deny', rule: 'approval-expired' },
+    });
   });
 });
