@@ -1,16 +1,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runsScenario } from './scenarios/runs.js';
-import { workersScenario } from './scenarios/workers.js';
-import { cleanUp, type Scenario, type Section } from './support.js';
+import { isolated } from './isolated.js';
+import type { Section } from './support.js';
 
 /**
- * `npm run bench [-- <scenario>...]`: runs each scenario on a fresh local stack and writes
- * `bench/report.md` (for people) and `bench/report.json` (for comparing runs).
+ * `npm run bench [-- <scenario>...]`: runs each scenario on fresh local stacks, each in a process
+ * of its own, and writes `bench/report.md` (for people) and `bench/report.json` (for comparing runs).
  */
-const SCENARIOS: Readonly<Record<string, Scenario>> = {
-  runs: runsScenario,
-  workers: workersScenario,
+const SCENARIOS: Readonly<Record<string, { module: string; name: string }>> = {
+  runs: { module: './scenarios/runs.js', name: 'runsScenario' },
+  workers: { module: './scenarios/workers.js', name: 'workersScenario' },
+  approvals: { module: './scenarios/approvals.js', name: 'approvalsScenario' },
 };
 
 const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
@@ -29,7 +29,8 @@ for (const name of names) {
   const started = Date.now();
   console.log(`[${name}] starting`);
   try {
-    sections.push(await scenario((line) => console.log(`[${name}] ${line}`)));
+    const url = new URL(scenario.module.replace(/\.js$/, '.ts'), import.meta.url).href;
+    sections.push(await isolated<Section>(url, scenario.name, [], (line) => console.log(`[${name}] ${line}`)));
     console.log(`[${name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   } catch (error) {
     // One scenario failing does not lose the others' figures; the report says what failed.
@@ -44,7 +45,6 @@ for (const name of names) {
   }
 }
 
-cleanUp();
 const machine = `${process.platform} ${process.arch}, Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`;
 const markdown = [
   '# Capstan bench report',

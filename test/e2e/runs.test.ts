@@ -276,7 +276,7 @@ describe('runs on the local stack', () => {
             { id: 'b', action: 'counter', params: { key: `${key}-b` } },
             { id: 'c', action: 'counter', params: { key: `${key}-c` } },
           ],
-          { environment: 'staging', sandbox_profile: 'staging-standard', validation_mode: 'final_only' },
+          { environment: 'staging', sandbox_profile: 'staging-standard' },
         ),
       );
       const run = await waitForRun(await startRun('twice'), ['succeeded', 'failed']);

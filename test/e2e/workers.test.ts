@@ -251,7 +251,6 @@ describe('workers on the local stack', () => {
         name: 'staging-script',
         environment: 'staging',
         sandbox_profile: 'staging-standard',
-        validation_mode: 'final_only',
         steps: [{ id: 'run', backend: 'script', action: 'run', params: { script: 'echo-args', args: ['hi'] } }],
       });
       const runId = await startRun('staging-script');
