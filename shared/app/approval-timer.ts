@@ -1,15 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
 import { dueTransition } from '../domain/approvals.js';
-import type { Json } from '../domain/canonical.js';
 import type { Approval, Run } from '../domain/entities.js';
-import type { EventDraft } from '../domain/events.js';
 import { approvalStateMachine } from '../domain/statuses.js';
 import type { ApprovalAlerts } from './ports.js';
-
-const draft = (type: EventDraft['type'], now: string, payload: Record<string, Json>, more: Partial<EventDraft> = {}) =>
-  ({ eventId: randomUUID(), type, timestamp: now, payload, meta: {}, ...more }) as EventDraft;
+import { draft } from './drafts.js';
 
 /**
  * What time does to a gate (seed 000 section 4.3), applied by Plan and by the reconciler's sweep:

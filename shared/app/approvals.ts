@@ -1,12 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
 import { applyDecision, type DecisionBody, type DecisionResult, isOpen } from '../domain/approvals.js';
-import type { Json } from '../domain/canonical.js';
 import type { Principal } from '../domain/entities.js';
 import { ConflictError, NotFoundError } from '../domain/errors.js';
-import type { EventDraft } from '../domain/events.js';
 import { stepState } from '../domain/planner.js';
 import { allSteps } from '../domain/runbook.js';
 import { runStateMachine } from '../domain/statuses.js';
@@ -15,6 +12,7 @@ import type { TaskCallbacks } from './interpreter.js';
 import type { Clock, RunbookStore } from './ports.js';
 import { runbookOf, visibleRun } from './runs.js';
 import { wake } from './waits.js';
+import { draft } from './drafts.js';
 
 export interface ApprovalDeps {
   readonly runs: RunStore;
@@ -22,9 +20,6 @@ export interface ApprovalDeps {
   readonly callbacks: TaskCallbacks;
   readonly clock: Clock;
 }
-
-const draft = (type: EventDraft['type'], now: string, payload: Record<string, Json>, more: Partial<EventDraft> = {}) =>
-  ({ eventId: randomUUID(), type, timestamp: now, payload, meta: {}, ...more }) as EventDraft;
 
 /**
  * Records one approver's decision (`POST /v1/runs/{id}/approvals/{approvalId}`).

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
 import { autoApprove, dueTransition, requestApproval } from '../domain/approvals.js';
@@ -16,6 +15,7 @@ import { runStateMachine, type RunStatus } from '../domain/statuses.js';
 import { substitute } from '../domain/template.js';
 import type { ApprovalAlerts, Clock, RunbookStore } from './ports.js';
 import { runbookOf } from './runs.js';
+import { draft } from './drafts.js';
 
 /** Sends step commands to a sandbox profile's queue. */
 export interface CommandQueue {
@@ -50,9 +50,6 @@ export interface DispatchDeps extends InterpreterDeps {
   readonly queue: CommandQueue;
   readonly callbacks: TaskCallbacks;
 }
-
-const draft = (type: EventDraft['type'], now: string, payload: Record<string, Json>, more: Partial<EventDraft> = {}) =>
-  ({ eventId: randomUUID(), type, timestamp: now, payload, meta: {}, ...more }) as EventDraft;
 
 /** The run status and events that go with a decision, for a run currently in `from`. */
 function transitionFor(run: Run, decision: PlanDecision, now: string): { status: RunStatus; events: EventDraft[] } {

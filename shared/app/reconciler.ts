@@ -1,10 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
-import type { Json } from '../domain/canonical.js';
 import { findAction } from '../domain/catalogue.js';
 import type { ErrorInfo, Run, StepExecution } from '../domain/entities.js';
-import type { EventDraft } from '../domain/events.js';
 import { allSteps } from '../domain/runbook.js';
 import { runStateMachine, stepExecutionStateMachine } from '../domain/statuses.js';
 import { isSilent } from '../domain/workers.js';
@@ -13,6 +10,7 @@ import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.j
 import { makeApplyDue } from './approval-timer.js';
 import { wake } from './waits.js';
 import { runbookOf } from './runs.js';
+import { draft } from './drafts.js';
 
 /** The interpreter as the reconciler sees it. */
 export interface InterpreterControl {
@@ -65,9 +63,6 @@ export const emptySummary = (): ReconcileSummary => ({
 
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
 const QUIET_MS = 60_000;
-
-const draft = (type: EventDraft['type'], now: string, payload: Record<string, Json>, more: Partial<EventDraft> = {}) =>
-  ({ eventId: randomUUID(), type, timestamp: now, payload, meta: {}, ...more }) as EventDraft;
 
 /**
  * The reconciler (seed 002, "Reconciliation Loop"), run on a schedule: declares silent workers
