@@ -1,6 +1,6 @@
 import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
-import { autoApprove, dueTransition, requestApproval } from '../domain/approvals.js';
+import { autoApprove, dueTransition, isOpen, requestApproval } from '../domain/approvals.js';
 import { makeApplyDue } from './approval-timer.js';
 import type { Json } from '../domain/canonical.js';
 import { durationMs } from '../domain/duration.js';
@@ -134,6 +134,21 @@ export function makePlanNext(deps: PlanDeps) {
             })
           : undefined;
       if (created) change.events.push(...gateEvents(created, nowIso));
+      // A gate the run no longer waits on (it was cancelled or is rolling back) is withdrawn, so
+      // nobody is asked or escalated to about it.
+      const withdrawn = approvals
+        .filter((a) => isOpen(a.status) && a.approvalId !== gate?.approvalId)
+        .map((a) => ({ was: a, now: { ...a, status: 'cancelled' as const, resolvedAt: nowIso } }));
+      change.events.unshift(
+        ...withdrawn.map((w) =>
+          draft(
+            'approval.resolved',
+            nowIso,
+            { approvalId: w.was.approvalId, status: 'cancelled' },
+            { stepId: w.was.stepId },
+          ),
+        ),
+      );
       const startEvents = run.status === 'queued' ? [draft('run.started', nowIso, {})] : [];
       if (change.status === run.status && startEvents.length === 0 && change.events.length === 0) return decision;
       // From queued, the run starts first; the decision's own transition follows.
@@ -155,11 +170,14 @@ export function makePlanNext(deps: PlanDeps) {
                   }),
                 },
                 events: [...startEvents, ...change.events],
-                writes: created ? [deps.approvals.put(created)] : [],
+                writes: [
+                  ...(created ? [deps.approvals.put(created)] : []),
+                  ...withdrawn.map((w) => deps.approvals.update(w.now, w.was)),
+                ],
               },
         )
         .catch((error: unknown) => {
-          // The gate was created by a concurrent Plan: decide again.
+          // A gate was created or decided concurrently: decide again.
           if ((error as Error).name === 'StaleWriteError') return undefined;
           throw error;
         });

@@ -333,6 +333,9 @@ describe('approvals', () => {
     const runId = await startRun('dev-gated');
     await requested(runId);
     expect((await api('POST', `/runs/${runId}/cancel`, 'operator')).status).toBe(202);
-    expect((await status(runId, ['cancelled', 'failed', 'succeeded'])).status).toBe('cancelled');
+    const done = await status(runId, ['cancelled', 'failed', 'succeeded']);
+    expect(done.status).toBe('cancelled');
+    // The gate is withdrawn: nobody is escalated to about a run that ended.
+    expect(done.approvals).toEqual([expect.objectContaining({ status: 'cancelled' })]);
   });
 });
