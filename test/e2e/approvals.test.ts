@@ -216,6 +216,18 @@ describe('approvals', () => {
     expect((await status(runId, ['succeeded', 'failed'])).status).toBe('succeeded');
   });
 
+  it('ends a rejected run when the operator cancels it', async () => {
+    const runId = await startRun('dev-gated');
+    await decide(runId, await requested(runId), 'approver2', 'reject');
+    await status(runId, ['paused']);
+    const resumed = await api('POST', `/runs/${runId}/resume`, 'admin', { directive: 'cancel' });
+    expect(resumed).toMatchObject({ status: 202, body: { directive: 'cancel' } });
+    expect((await status(runId, ['cancelled', 'failed', 'succeeded'])).status).toBe('cancelled');
+    const log = await events(runId);
+    expect(log.find((e) => e.type === 'run.resumed')?.payload).toMatchObject({ directive: 'cancel', by: 'ada.admin' });
+    expect(log.filter((e) => e.type === 'step.dispatched' && e.stepId === 'switch')).toHaveLength(0);
+  });
+
   it('resumes the run once when two approvers complete the quorum at the same moment', async () => {
     await register({
       name: 'dev-two-key',
