@@ -7,6 +7,7 @@ import { WebSocket } from 'ws';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
 import type { RunEvent } from '../../shared/domain/events.js';
 import { freePort, freePortBlock } from '../support/local-dynamodb.js';
+import { callApi, until as waitUntil } from '../support/stack-api.js';
 
 /**
  * Approvals on the local stack: a prod workflow behind the two-person rule, rejection and an
@@ -56,18 +57,8 @@ afterAll(async () => {
 
 const as = (who: string) => stack.issuer.tokens[who] ?? '';
 
-async function api(method: string, path: string, who: string, body?: unknown) {
-  const response = await fetch(`${stack.restUrl}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${as(who)}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> };
-}
+const api = (method: string, path: string, who: string, body?: unknown) =>
+  callApi(stack.restUrl, as(who), method, path, body);
 
 async function register(doc: Record<string, unknown>) {
   const response = await api('POST', '/runbooks', 'operator', doc);
@@ -80,15 +71,8 @@ async function startRun(runbookId: string, who = 'operator') {
   return String(response.body.runId);
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${log.slice(-30).join('\n')}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000) =>
+  waitUntil(what, probe, timeoutMs, () => log.slice(-30).join('\n'));
 
 const events = async (runId: string) =>
   (await api('GET', `/runs/${runId}/events?limit=1000`, 'operator')).body.events as RunEvent[];

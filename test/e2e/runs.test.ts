@@ -9,6 +9,7 @@ import { type LocalStack, LOCAL_NAMES, startLocalStack } from '../../local/stack
 import { makeCounters } from '../../shared/adapters/dynamodb/counters.js';
 import { verifyChain, type RunEvent } from '../../shared/domain/events.js';
 import { freePortBlock } from '../support/local-dynamodb.js';
+import { callApi } from '../support/stack-api.js';
 import { startRelayedWorker } from '../support/relayed-worker.js';
 import { makeTestBackend } from '../../worker-container/backends/test.js';
 
@@ -37,21 +38,8 @@ afterAll(async () => {
   rmSync(home, { recursive: true, force: true });
 });
 
-async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, as = token) {
-  const response = await fetch(`${stack.restUrl}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${as}`,
-      ...(body === undefined
-        ? {}
-        : { 'content-type': typeof body === 'string' ? 'application/yaml' : 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> };
-}
+const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}, as = token) =>
+  callApi(stack.restUrl, as, method, path, body, headers);
 
 async function register(doc: Record<string, unknown>) {
   const response = await api('POST', '/runbooks', doc);

@@ -9,6 +9,7 @@ import { makeCounters } from '../../shared/adapters/dynamodb/counters.js';
 import type { RunEvent } from '../../shared/domain/events.js';
 import { freePortBlock } from '../support/local-dynamodb.js';
 import { startRelayedWorker } from '../support/relayed-worker.js';
+import { callApi, until as waitUntil } from '../support/stack-api.js';
 import { makeScriptBackend } from '../../worker-container/backends/script.js';
 
 const SECRET_VALUE = 'sk-live-7f3a9c1e5b2d4f60';
@@ -46,18 +47,8 @@ afterAll(async () => {
   rmSync(home, { recursive: true, force: true });
 });
 
-async function api(method: string, path: string, body?: unknown, as = token) {
-  const response = await fetch(`${stack.restUrl}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${as}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> };
-}
+const api = (method: string, path: string, body?: unknown, as = token) =>
+  callApi(stack.restUrl, as, method, path, body);
 
 type WorkerView = { workerId: string; pid: number; status: string; sandboxProfile: string; backends: object };
 
@@ -76,15 +67,8 @@ async function startRun(runbookId: string) {
   return String(response.body.runId);
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${log.slice(-30).join('\n')}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000) =>
+  waitUntil(what, probe, timeoutMs, () => log.slice(-30).join('\n'));
 
 async function events(runId: string): Promise<RunEvent[]> {
   return (await api('GET', `/runs/${runId}/events?limit=1000`)).body.events as RunEvent[];
