@@ -1,0 +1,52 @@
+import { Duration } from 'aws-cdk-lib';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Construct } from 'constructs';
+import { CapstanFunction } from './capstan-function.js';
+import { grantRunState, type RunResources } from './run-resources.js';
+
+export interface ReconcilerProps {
+  readonly resources: RunResources;
+  /** @default Duration.minutes(1) */
+  readonly interval?: Duration;
+  /** Slack-compatible webhook escalations are posted to; none when empty. @default '' */
+  readonly notifyWebhookUrl?: string;
+}
+
+/**
+ * The reconciler on its schedule: marks silent workers dead, expires their leases,
+ * re-dispatches recovered step executions, resumes executions and repairs drift.
+ */
+export class Reconciler extends Construct {
+  public readonly function: NodejsFunction;
+  public readonly schedule: Rule;
+
+  constructor(scope: Construct, id: string, props: ReconcilerProps) {
+    super(scope, id);
+    const interval = props.interval ?? Duration.minutes(1);
+    if (interval.toSeconds() < 60) throw new Error('Reconciler interval must be at least one minute');
+    const { resources } = props;
+    this.function = new CapstanFunction(this, 'Fn-reconciler', {
+      entry: 'functions/reconciler.ts',
+      environment: resources.environment,
+      logKey: resources.key,
+      timeout: Duration.minutes(2),
+    }).function;
+    this.schedule = new Rule(this, 'ReconcileSchedule', {
+      description: 'Marks silent workers dead, expires their leases and repairs drift',
+      schedule: Schedule.rate(interval),
+      targets: [new LambdaFunction(this.function)],
+    });
+
+    const fn = this.function;
+    grantRunState(resources, fn, 'read-write');
+    resources.eventBus.grantPutEventsTo(fn);
+    if (props.notifyWebhookUrl) fn.addEnvironment('CAPSTAN_NOTIFY_WEBHOOK_URL', props.notifyWebhookUrl);
+    resources.interpreter.grantTaskResponse(fn);
+    resources.interpreter.grantRead(fn);
+    resources.interpreter.grantStartExecution(fn);
+    for (const pq of resources.queues.values()) pq.queue.grantSendMessages(fn);
+    resources.evidenceBucket.grantReadWrite(fn);
+  }
+}

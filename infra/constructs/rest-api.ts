@@ -1,0 +1,141 @@
+import { Duration } from 'aws-cdk-lib';
+import {
+  AccessLogFormat,
+  AuthorizationType,
+  RestApi as ApiGatewayRestApi,
+  IdentitySource,
+  type IResource,
+  LambdaIntegration,
+  LogGroupLogDestination,
+  MethodLoggingLevel,
+  RequestAuthorizer,
+} from 'aws-cdk-lib/aws-apigateway';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { RouteAccess, RouteSpec } from '../../shared/resources/routes.js';
+import { CapstanFunction } from './capstan-function.js';
+import { grantRunState, queueEnvironment, type RunResources } from './run-resources.js';
+
+/** Who issues the JWTs the API accepts. */
+export interface JwtSettings {
+  /** `iss` of accepted tokens. */
+  readonly issuer: string;
+  /** Endpoint of the issuer's signing keys. */
+  readonly jwksUrl: string;
+  /** `aud` accepted tokens carry. */
+  readonly audience: string;
+}
+
+export interface RestApiProps {
+  readonly resources: RunResources;
+  /** Name of the API; also the prefix of its resources. */
+  readonly apiName: string;
+  /** One function per route, named for its handler module under `functions/api/`. */
+  readonly routes: readonly RouteSpec[];
+  readonly jwt: JwtSettings;
+  /** @default 100 */
+  readonly throttlingRateLimit?: number;
+  /** @default 200 */
+  readonly throttlingBurstLimit?: number;
+}
+
+/**
+ * The REST API: one function per route, each behind the JWT authorizer unless the route
+ * says otherwise, granted the run state (read-only for GET routes) and the access its route names.
+ */
+export class RestApi extends Construct {
+  public readonly api: ApiGatewayRestApi;
+  /** Checks the bearer JWT; the WebSocket API reuses it at `$connect`. */
+  public readonly authorizerFunction: NodejsFunction;
+  /** The authorizer first, then the route functions, by name (`api-<handler>`). */
+  public readonly functions: ReadonlyMap<string, NodejsFunction>;
+
+  constructor(scope: Construct, id: string, props: RestApiProps) {
+    super(scope, id);
+    const handlers = props.routes.map((r) => r.handler);
+    const duplicate = handlers.find((h, i) => handlers.indexOf(h) !== i);
+    if (duplicate !== undefined) throw new Error(`RestApi routes name the handler '${duplicate}' twice`);
+    const { resources } = props;
+    const functions = new Map<string, NodejsFunction>();
+    const fn = (name: string, entry: string, environment: Readonly<Record<string, string>>) => {
+      const made = new CapstanFunction(this, `Fn-${name}`, { entry, environment, logKey: resources.key }).function;
+      functions.set(name, made);
+      return made;
+    };
+
+    this.authorizerFunction = fn('authorizer', 'functions/authorizer.ts', {
+      ...resources.environment,
+      CAPSTAN_JWT_ISSUER: props.jwt.issuer,
+      CAPSTAN_JWKS_URL: props.jwt.jwksUrl,
+      CAPSTAN_JWT_AUDIENCE: props.jwt.audience,
+    });
+    const accessLogs = new LogGroup(this, 'ApiAccessLogs', {
+      retention: RetentionDays.ONE_MONTH,
+      encryptionKey: resources.key,
+    });
+    this.api = new ApiGatewayRestApi(this, 'RestApi', {
+      restApiName: props.apiName,
+      cloudWatchRole: true,
+      deployOptions: {
+        stageName: 'prod',
+        tracingEnabled: true,
+        loggingLevel: MethodLoggingLevel.ERROR,
+        accessLogDestination: new LogGroupLogDestination(accessLogs),
+        accessLogFormat: AccessLogFormat.jsonWithStandardFields(),
+        throttlingBurstLimit: props.throttlingBurstLimit ?? 200,
+        throttlingRateLimit: props.throttlingRateLimit ?? 100,
+      },
+    });
+    const requestValidator = this.api.addRequestValidator('Validator', { validateRequestParameters: true });
+    const authorizer = new RequestAuthorizer(this, 'Authorizer', {
+      handler: this.authorizerFunction,
+      identitySources: [IdentitySource.header('Authorization')],
+      resultsCacheTtl: Duration.minutes(5),
+    });
+
+    const environment = { ...resources.environment, ...queueEnvironment(resources) };
+    for (const route of props.routes) {
+      const handler = fn(`api-${route.handler}`, `functions/api/${route.handler}.ts`, environment);
+      const resource = route.path
+        .split('/')
+        .filter(Boolean)
+        .reduce<IResource>((parent, part) => parent.getResource(part) ?? parent.addResource(part), this.api.root);
+      resource.addMethod(route.method, new LambdaIntegration(handler), {
+        authorizer: route.authorized ? authorizer : undefined,
+        authorizationType: route.authorized ? AuthorizationType.CUSTOM : AuthorizationType.NONE,
+        requestValidator,
+      });
+      grantRunState(resources, handler, route.method === 'GET' ? 'read' : 'read-write');
+      for (const access of route.access ?? []) this.grantRouteAccess(handler, access, resources);
+    }
+    this.functions = functions;
+  }
+
+  private grantRouteAccess(handler: NodejsFunction, access: RouteAccess, resources: RunResources): void {
+    switch (access) {
+      case 'start-runs':
+        resources.interpreter.grantStartExecution(handler);
+        return;
+      case 'resume-runs':
+        resources.interpreter.grantTaskResponse(handler);
+        return;
+      case 'check-health':
+        resources.connections.grantReadData(handler);
+        resources.interpreter.grant(handler, 'states:DescribeStateMachine');
+        for (const pq of resources.queues.values())
+          for (const queue of [pq.queue, pq.deadLetterQueue])
+            queue.grant(handler, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
+        // Bucket-level listing has no grant method; the health check only lists.
+        handler.addToRolePolicy(
+          new PolicyStatement({ actions: ['s3:ListBucket'], resources: [resources.evidenceBucket.bucketArn] }),
+        );
+        return;
+      default: {
+        const unknown: never = access;
+        throw new Error(`RestApi has no grant for route access '${String(unknown)}'`);
+      }
+    }
+  }
+}

@@ -1,0 +1,48 @@
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
+import type { SandboxProfileName } from '../../shared/domain/sandbox-profiles.js';
+import type { ProfileQueue } from './profile-queue.js';
+
+/** The resources the compute constructs act on, and the names every component reads. */
+export interface RunResources {
+  readonly state: ITable;
+  readonly events: ITable;
+  readonly connections: ITable;
+  readonly evidenceBucket: IBucket;
+  /** The run interpreter addressed by its name, so a grant does not wait for the state machine. */
+  readonly interpreter: IStateMachine;
+  readonly queues: ReadonlyMap<SandboxProfileName, ProfileQueue>;
+  /** Encrypts log groups and queues. */
+  readonly key: IKey;
+  /** Capstan's event bus; every function but the authorizer is told its name. */
+  readonly eventBus: IEventBus;
+  /** Resource names every component reads through its config module (never secrets). */
+  readonly environment: Readonly<Record<string, string>>;
+}
+
+/** How much of the run state and event log a function may touch. */
+export type RunStateAccess = 'read' | 'read-write';
+
+/** Grants `fn` the run state and the event log, and names the event bus in its environment. */
+export function grantRunState(resources: RunResources, fn: NodejsFunction, access: RunStateAccess): void {
+  if (access === 'read') {
+    resources.state.grantReadData(fn);
+    resources.events.grantReadData(fn);
+  } else {
+    resources.state.grantReadWriteData(fn);
+    resources.events.grantReadWriteData(fn);
+  }
+  fn.addEnvironment('CAPSTAN_EVENT_BUS', resources.eventBus.eventBusName);
+}
+
+/** `CAPSTAN_QUEUE_URL_<PROFILE>` for every step queue, for the functions that address them by profile. */
+export function queueEnvironment(resources: RunResources): Record<string, string> {
+  const environment: Record<string, string> = {};
+  for (const [profile, pq] of resources.queues)
+    environment[`CAPSTAN_QUEUE_URL_${profile.replaceAll('-', '_').toUpperCase()}`] = pq.queue.queueUrl;
+  return environment;
+}
