@@ -1,6 +1,38 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// Layering (docs/architecture.md): the domain is pure, use cases see ports, adapters talk to AWS,
+// handlers are thin and independent, and configuration is read in one module.
+const sdk = {
+  group: ['@aws-sdk/*'],
+  message: 'The AWS SDK belongs in shared/adapters (or local/, infra/, bench/, test/): call it through a port.',
+};
+const adapters = {
+  regex: '^\\.\\./adapters/',
+  message: 'Use cases receive ports; they do not import adapters.',
+};
+const functionsLayer = {
+  regex: '(^|/)functions/',
+  message: 'shared/ does not depend on the Lambda handlers.',
+};
+const domainOutward = {
+  regex: '^\\.\\./(app|adapters)/',
+  message: 'The domain is pure: it does not import use cases or adapters.',
+};
+const sideEffects = {
+  group: ['fs', 'fs/*', 'child_process', 'net', 'http', 'https', 'dgram', 'worker_threads', 'cluster'].flatMap(
+    (name) => [name, `node:${name}`],
+  ),
+  message: 'The domain is pure: no I/O or processes.',
+};
+// A handler module runs its start-up (clients, use cases) when imported, so handlers share code
+// only through these modules, which are not handlers.
+const handlerModules = {
+  regex: '^\\.\\.?/(?!(\\.\\./)*shared/)(?!(http|dependencies|api/paths|paths|workflow/task-input|task-input)\\.js$)',
+  message: 'A handler does not import another handler; move what they share to a module that is not a handler.',
+};
+const restrict = (...patterns) => ['error', { patterns }];
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'cdk.out/', '.capstan/', 'coverage/'] },
   js.configs.recommended,
@@ -19,4 +51,58 @@ export default tseslint.config(
   },
   // Tests assert what they found; a non-null assertion there fails loudly, which is the point.
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-non-null-assertion': 'off' } },
+
+  // The layers. Each block states every restriction of its layer (a later block replaces the rule's options).
+  {
+    files: ['shared/**/*.ts', 'functions/**/*.ts', 'worker-container/**/*.ts'],
+    ignores: ['shared/adapters/**'],
+    rules: { 'no-restricted-imports': restrict(sdk, functionsLayer) },
+  },
+  {
+    files: ['shared/domain/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict(sdk, functionsLayer, domainOutward, sideEffects) },
+  },
+  { files: ['shared/app/**/*.ts'], rules: { 'no-restricted-imports': restrict(sdk, functionsLayer, adapters) } },
+  {
+    files: ['functions/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict(sdk, handlerModules) },
+  },
+  {
+    files: ['shared/**/*.ts', 'functions/**/*.ts', 'worker-container/**/*.ts'],
+    ignores: ['shared/config.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read settings through shared/config.ts, parsed once.' },
+      ],
+    },
+  },
+
+  // Existing exceptions, each to be removed by the change that fixes it.
+  // The use cases still name the DynamoDB stores' types as their ports (issue 13 moves the ports into shared/app).
+  {
+    files: [
+      'shared/app/approval-timer.ts',
+      'shared/app/approvals.ts',
+      'shared/app/interpreter.ts',
+      'shared/app/live-stream.ts',
+      'shared/app/reconciler.ts',
+      'shared/app/runs.ts',
+      'shared/app/step-results.ts',
+      'shared/app/waits.ts',
+    ],
+    rules: {
+      'no-restricted-imports': restrict(sdk, functionsLayer, {
+        ...adapters,
+        regex: '^\\.\\./adapters/(?!dynamodb/(run-store|approval-store|connection-store)\\.js$)',
+      }),
+    },
+  },
+  // The worker receives SQS messages and its `aws` backend calls ECS, SSM, Lambda and Secrets Manager directly.
+  {
+    files: ['worker-container/worker.ts', 'worker-container/backends/aws.ts'],
+    rules: { 'no-restricted-imports': 'off' },
+  },
+  // The worker parses its own environment schema, and the reconciler reads its sweep count (one config schema is pending).
+  { files: ['worker-container/main.ts', 'functions/reconciler.ts'], rules: { 'no-restricted-properties': 'off' } },
 );
