@@ -1,4 +1,5 @@
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ECSClient } from '@aws-sdk/client-ecs';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
@@ -9,12 +10,20 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { clientConfig, required } from '../config.js';
 
-/** One client per service and process, each on the endpoint the configuration resolves. */
+/**
+ * Every AWS SDK client Capstan builds: one per service and process, each on the endpoint the
+ * configuration resolves (`endpointFor`). Each is built on first use, not at import, because the
+ * local stack and the tests import modules before they set the endpoint variables, and only the
+ * WebSocket functions have `CAPSTAN_WS_ENDPOINT`.
+ */
 function once<T>(make: () => T): () => T {
   let value: T | undefined;
   return () => (value ??= make());
 }
 
+export const dynamoDbClient = once(() => new DynamoDBClient(clientConfig('dynamodb')));
+/** A short-lived DynamoDB client on `endpoint`, for set-up that addresses a DynamoDB other than the configured one. */
+export const dynamoDbClientAt = (endpoint: string): DynamoDBClient => new DynamoDBClient({ endpoint });
 // Queue URLs are addressed through the configured endpoint, not the host inside the URL.
 export const sqsClient = once(() => new SQSClient({ ...clientConfig('sqs'), useQueueUrlAsEndpoint: false }));
 export const sfnClient = once(() => new SFNClient(clientConfig('sfn')));

@@ -1,11 +1,12 @@
 import {
   CreateTableCommand,
   type CreateTableCommandInput,
-  DynamoDBClient,
+  type DynamoDBClient,
   ResourceInUseException,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { TableSpec } from '../../resources/tables.js';
+import { dynamoDbClientAt } from '../aws-clients.js';
 
 /** The CreateTable request for a shared table spec: the same keys, indexes and stream the CDK stack declares. */
 export function createTableInput(spec: TableSpec, tableName: string): CreateTableCommandInput {
@@ -60,7 +61,7 @@ export async function ensureTables<K extends string>(
   specs: Readonly<Record<K, TableSpec>>,
   names: Readonly<Record<K, string>>,
 ): Promise<void> {
-  const client = new DynamoDBClient({ endpoint });
+  const client = dynamoDbClientAt(endpoint);
   try {
     for (const key of Object.keys(specs) as K[]) await ensureTable(client, specs[key], names[key]);
   } finally {

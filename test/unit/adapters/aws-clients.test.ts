@@ -1,0 +1,48 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+beforeEach(() => {
+  vi.resetModules();
+  vi.stubEnv('AWS_REGION', 'us-east-1');
+  vi.stubEnv('AWS_ENDPOINT_URL', '');
+});
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+/** The endpoint a client resolves, as a URL string. */
+async function endpointOf(client: { config: { endpoint?: () => Promise<{ hostname: string; port?: number }> } }) {
+  const endpoint = await client.config.endpoint?.();
+  return endpoint ? `${endpoint.hostname}:${endpoint.port}` : undefined;
+}
+
+describe('the AWS client factory', () => {
+  it('builds each client once per process, on the endpoint configured when first used', async () => {
+    const clients = await import('../../../shared/adapters/aws-clients.js');
+    vi.stubEnv('AWS_ENDPOINT_URL_SQS', 'http://127.0.0.1:4566');
+    const sqs = clients.sqsClient();
+    vi.stubEnv('AWS_ENDPOINT_URL_SQS', 'http://127.0.0.1:9999');
+    expect(clients.sqsClient()).toBe(sqs);
+    expect(await endpointOf(sqs)).toBe('127.0.0.1:4566');
+  });
+
+  it('gives the DynamoDB document client the factory DynamoDB client', async () => {
+    vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', 'http://127.0.0.1:8000');
+    const { dynamoDbClient } = await import('../../../shared/adapters/aws-clients.js');
+    const { documentClient } = await import('../../../shared/adapters/dynamodb/client.js');
+    expect(documentClient.config).toBe(dynamoDbClient().config);
+    expect(await endpointOf(dynamoDbClient())).toBe('127.0.0.1:8000');
+  });
+
+  it('builds a set-up DynamoDB client on the endpoint it is given', async () => {
+    vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', 'http://127.0.0.1:8000');
+    const { dynamoDbClientAt, dynamoDbClient } = await import('../../../shared/adapters/aws-clients.js');
+    const client = dynamoDbClientAt('http://127.0.0.1:8123');
+    try {
+      expect(client).not.toBe(dynamoDbClient());
+      expect(await endpointOf(client)).toBe('127.0.0.1:8123');
+    } finally {
+      client.destroy();
+    }
+  });
+});
