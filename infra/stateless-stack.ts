@@ -1,4 +1,4 @@
-import { type CfnElement, Stack, type StackProps } from 'aws-cdk-lib';
+import { Stack, type StackProps } from 'aws-cdk-lib';
 import type { RestApi as ApiGatewayRestApi } from 'aws-cdk-lib/aws-apigateway';
 import type { WebSocketApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Table } from 'aws-cdk-lib/aws-dynamodb';
@@ -7,7 +7,7 @@ import { EventBus } from 'aws-cdk-lib/aws-events';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
-import type { Construct, IConstruct } from 'constructs';
+import type { Construct } from 'constructs';
 import { ROUTES } from '../shared/resources/routes.js';
 import type { TableKey } from '../shared/resources/tables.js';
 import { type DeploymentConfig, policyText } from './config.js';
@@ -20,7 +20,6 @@ import { RunInterpreter } from './constructs/run-interpreter.js';
 import { TicketIngest } from './constructs/ticket-ingest.js';
 import type { WorkerService } from './constructs/worker-service.js';
 import { Workers } from './constructs/workers.js';
-import { logicalIdOf } from './logical-id.js';
 import { physicalNames } from './names.js';
 import type { StatefulStack } from './stateful-stack.js';
 
@@ -30,7 +29,6 @@ export interface StatelessStackProps extends StackProps {
 }
 
 /** The constructs that only group the stack's parts: their resources keep top-level logical ids. */
-const PARTS = [RunInterpreter, RestApi, LiveStream, Reconciler, TicketIngest, Workers, Operations];
 
 /** What computes: the run interpreter, the APIs, the reconciler, ticket intake, the workers, alarms. */
 export class StatelessStack extends Stack {
@@ -129,19 +127,5 @@ export class StatelessStack extends Stack {
     this.cluster = workers.cluster;
     this.workers = workers.services;
     this.functions = functions;
-  }
-
-  /**
-   * The parts group code, not deployed identity: a resource keeps the logical id it would have
-   * at the stack's top level, so regrouping the code never replaces a deployed resource.
-   */
-  protected override allocateLogicalId(element: CfnElement): string {
-    const scopes: readonly IConstruct[] = element.node.scopes;
-    const below = scopes.slice(scopes.indexOf(this) + 1);
-    const [part, ...rest] = below;
-    if (part && rest.length > 0 && PARTS.some((kind) => part instanceof kind)) {
-      return logicalIdOf(rest.map((s) => s.node.id));
-    }
-    return super.allocateLogicalId(element);
   }
 }
