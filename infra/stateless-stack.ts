@@ -310,6 +310,15 @@ export class StatelessStack extends Stack {
               queue.grant(f, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
           f.addToRolePolicy(new PolicyStatement({ actions: ['s3:ListBucket'], resources: [evidenceBucket.bucketArn] }));
         }
+        // An admin's forced sweep does what the scheduled reconciler does.
+        if (access === 'reconcile') {
+          interpreter.grantTaskResponse(f);
+          interpreter.grantRead(f);
+          interpreter.grantStartExecution(f);
+          for (const pq of stateful.queues.values()) pq.queue.grantSendMessages(f);
+          bus.grantPutEventsTo(f);
+          if (config.notifyWebhookUrl) f.addEnvironment('CAPSTAN_NOTIFY_WEBHOOK_URL', config.notifyWebhookUrl);
+        }
       }
     }
     // The Dispatch task sends commands and resumes its own execution when nothing is left to wait for.

@@ -1,10 +1,9 @@
-import { z } from 'zod';
 import { makeGetRun } from '../../shared/app/runs.js';
 import { runDeps } from '../dependencies.js';
+import { runPathSchema } from '../../shared/resources/api-schemas.js';
 import { httpHandler, requirePrincipal } from '../http.js';
 
 const getRun = makeGetRun(runDeps());
-export const runPathSchema = z.object({ id: z.string().regex(/^run-[0-9a-f-]{36}$/, 'must be a run id') });
 
 /** GET /v1/runs/{id}: the run, its steps with per-target status, attempts and output tail. */
 export const handler = httpHandler(async (request) => {
