@@ -163,6 +163,8 @@ export async function followRun(options: FollowOptions): Promise<{ reconnects: n
           return;
         }
         then(async () => {
+          // What was queued before a drop is lost with the socket; the reconnect replays it.
+          if (ignoring) return;
           await handle(parsed.data);
           handled += 1;
           if (ended) {

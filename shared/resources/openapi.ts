@@ -56,17 +56,14 @@ const pascal = (handler: string) =>
 /** The path template's parameters, in order. */
 const pathParams = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] ?? '');
 
-function parameters(
-  where: 'path' | 'query' | 'header',
-  schema: z.ZodObject | undefined,
-  components: Components,
-  name: string,
-): JsonObject[] {
+/** Parameters one by one, from an object schema of flat values (no `$defs`). */
+function parameters(where: 'path' | 'query' | 'header', schema: z.ZodObject | undefined): JsonObject[] {
   if (!schema) return [];
-  const object = components.add(name, schema, 'input');
-  const generated = components.schemas[object.$ref.split('/').at(-1) ?? ''] as JsonObject;
-  // Parameters are listed one by one; the object component is not needed.
-  delete components.schemas[object.$ref.split('/').at(-1) ?? ''];
+  const generated = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io: 'input',
+    unrepresentable: 'any',
+  }) as JsonObject;
   const properties = (generated.properties ?? {}) as Record<string, JsonObject>;
   const required = new Set((generated.required ?? []) as string[]);
   return Object.entries(properties).map(([key, property]) => {
@@ -138,9 +135,9 @@ export function openApiDocument(routes: readonly DocumentedRoute[], info: { vers
       tags: [route.path.split('/')[2] ?? 'api'],
       ...(route.authorized ? {} : { security: [] }),
       parameters: [
-        ...parameters('path', schemas.params, components, `${name}Path`),
-        ...parameters('query', schemas.query, components, `${name}Query`),
-        ...parameters('header', schemas.headers, components, `${name}Headers`),
+        ...parameters('path', schemas.params),
+        ...parameters('query', schemas.query),
+        ...parameters('header', schemas.headers),
       ],
       ...(body && {
         requestBody: {
