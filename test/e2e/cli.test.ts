@@ -26,6 +26,8 @@ beforeAll(async () => {
     stateDir: join(home, 'stack'),
     fresh: true,
     workers: { 'dev-flex': 2, 'prod-standard': 1 },
+    // The CLI's `reconcile` forces the sweeps this test sees.
+    reconcileIntervalMs: 600_000,
     env: { CAPSTAN_WORKER_HEARTBEAT_SECONDS: '2' },
     log: (line) => log.push(line),
   });
