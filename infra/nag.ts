@@ -144,7 +144,7 @@ export function acknowledgeFindings(
   );
   acknowledge(
     stateless,
-    'The health check is public by design; WebSocket $disconnect and $default run on a connection already authorized at $connect.',
+    'The health check and the OpenAPI document (the API contract, no tenant data) are public by design; WebSocket $disconnect and $default run on a connection already authorized at $connect.',
     ['AwsSolutions-APIG4'],
   );
   acknowledge(

@@ -88,6 +88,7 @@ export class StatelessStack extends Stack {
       resources,
       apiName: `${config.prefix}-api`,
       routes: ROUTES,
+      notifyWebhookUrl: config.notifyWebhookUrl,
       jwt: { issuer: config.jwtIssuer, jwksUrl: config.jwksUrl, audience: config.jwtAudience },
     });
     const liveStream = new LiveStream(this, 'LiveStream', {

@@ -1,11 +1,10 @@
-import { z } from 'zod';
 import { makeDecideApproval } from '../../shared/app/approvals.js';
 import { decisionBodySchema } from '../../shared/domain/approvals.js';
 import { approvalDeps } from '../dependencies.js';
+import { approvalPathSchema } from '../../shared/resources/api-schemas.js';
 import { httpHandler, parseJsonBody, requirePrincipal } from '../http.js';
 
 const decideApproval = makeDecideApproval(approvalDeps());
-const pathSchema = z.object({ id: z.string().min(1).max(200), approvalId: z.string().min(1).max(300) });
 
 /**
  * POST /v1/runs/{id}/approvals/{approvalId} `{"decision": "approve"|"reject", "notes"?}`: 200 with
@@ -13,7 +12,7 @@ const pathSchema = z.object({ id: z.string().min(1).max(200), approvalId: z.stri
  */
 export const handler = httpHandler(async (request) => {
   const principal = requirePrincipal(request);
-  const { id, approvalId } = pathSchema.parse(request.path);
+  const { id, approvalId } = approvalPathSchema.parse(request.path);
   const body = parseJsonBody(request, decisionBodySchema);
   const { approval, counted, resolved } = await decideApproval(principal, id, approvalId, body);
   return { status: 200, body: { approval, counted, ...(resolved && { resolved }) } };

@@ -1,7 +1,7 @@
 import { makeGetRun } from '../../shared/app/runs.js';
 import { runDeps } from '../dependencies.js';
+import { runPathSchema } from '../../shared/resources/api-schemas.js';
 import { httpHandler, requirePrincipal } from '../http.js';
-import { runPathSchema } from './paths.js';
 
 const getRun = makeGetRun(runDeps());
 

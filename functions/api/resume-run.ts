@@ -1,7 +1,7 @@
 import { makeResumeRun, resumeBodySchema } from '../../shared/app/approvals.js';
 import { approvalDeps, runbookDeps } from '../dependencies.js';
 import { httpHandler, parseJsonBody, requirePrincipal } from '../http.js';
-import { runPathSchema } from './paths.js';
+import { runPathSchema } from '../../shared/resources/api-schemas.js';
 
 const resumeRun = makeResumeRun({ ...approvalDeps(), runbooks: runbookDeps.runbooks });
 

@@ -1,7 +1,7 @@
 import { makeRollbackRun } from '../../shared/app/runs.js';
 import { runDeps } from '../dependencies.js';
 import { httpHandler, requirePrincipal } from '../http.js';
-import { runPathSchema } from './paths.js';
+import { runPathSchema } from '../../shared/resources/api-schemas.js';
 
 const rollbackRun = makeRollbackRun(runDeps());
 

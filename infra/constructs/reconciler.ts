@@ -39,14 +39,18 @@ export class Reconciler extends Construct {
       targets: [new LambdaFunction(this.function)],
     });
 
-    const fn = this.function;
-    grantRunState(resources, fn, 'read-write');
-    resources.eventBus.grantPutEventsTo(fn);
-    if (props.notifyWebhookUrl) fn.addEnvironment('CAPSTAN_NOTIFY_WEBHOOK_URL', props.notifyWebhookUrl);
-    resources.interpreter.grantTaskResponse(fn);
-    resources.interpreter.grantRead(fn);
-    resources.interpreter.grantStartExecution(fn);
-    for (const pq of resources.queues.values()) pq.queue.grantSendMessages(fn);
-    resources.evidenceBucket.grantReadWrite(fn);
+    grantReconcile(resources, this.function, props.notifyWebhookUrl);
   }
+}
+
+/** What a sweep needs: the run state, the interpreter, re-dispatch, escalations. The schedule and an admin's forced sweep share it. */
+export function grantReconcile(resources: RunResources, fn: NodejsFunction, notifyWebhookUrl?: string): void {
+  grantRunState(resources, fn, 'read-write');
+  resources.eventBus.grantPutEventsTo(fn);
+  if (notifyWebhookUrl) fn.addEnvironment('CAPSTAN_NOTIFY_WEBHOOK_URL', notifyWebhookUrl);
+  resources.interpreter.grantTaskResponse(fn);
+  resources.interpreter.grantRead(fn);
+  resources.interpreter.grantStartExecution(fn);
+  for (const pq of resources.queues.values()) pq.queue.grantSendMessages(fn);
+  resources.evidenceBucket.grantReadWrite(fn);
 }

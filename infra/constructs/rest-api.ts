@@ -15,6 +15,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { RouteAccess, RouteSpec } from '../../shared/resources/routes.js';
+import { grantReconcile } from './reconciler.js';
 import { CapstanFunction } from './capstan-function.js';
 import { grantRunState, queueEnvironment, type RunResources } from './run-resources.js';
 
@@ -30,6 +31,8 @@ export interface JwtSettings {
 
 export interface RestApiProps {
   readonly resources: RunResources;
+  /** Slack-compatible webhook an admin's forced sweep posts escalations to; none when empty. @default '' */
+  readonly notifyWebhookUrl?: string;
   /** Name of the API; also the prefix of its resources. */
   readonly apiName: string;
   /** One function per route, named for its handler module under `functions/api/`. */
@@ -108,12 +111,18 @@ export class RestApi extends Construct {
         requestValidator,
       });
       grantRunState(resources, handler, route.method === 'GET' ? 'read' : 'read-write');
-      for (const access of route.access ?? []) this.grantRouteAccess(handler, access, resources);
+      for (const access of route.access ?? [])
+        this.grantRouteAccess(handler, access, resources, props.notifyWebhookUrl);
     }
     this.functions = functions;
   }
 
-  private grantRouteAccess(handler: NodejsFunction, access: RouteAccess, resources: RunResources): void {
+  private grantRouteAccess(
+    handler: NodejsFunction,
+    access: RouteAccess,
+    resources: RunResources,
+    notifyWebhookUrl: string | undefined,
+  ): void {
     switch (access) {
       case 'start-runs':
         resources.interpreter.grantStartExecution(handler);
@@ -131,6 +140,10 @@ export class RestApi extends Construct {
         handler.addToRolePolicy(
           new PolicyStatement({ actions: ['s3:ListBucket'], resources: [resources.evidenceBucket.bucketArn] }),
         );
+        return;
+      case 'reconcile':
+        // An admin's forced sweep does what the scheduled reconciler does.
+        grantReconcile(resources, handler, notifyWebhookUrl);
         return;
       default: {
         const unknown: never = access;

@@ -43,7 +43,7 @@ export const createRunBodySchema = z.strictObject({
 });
 export type CreateRunBody = z.infer<typeof createRunBodySchema>;
 
-const idempotencyKeySchema = z
+export const idempotencyKeySchema = z
   .string()
   .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1 to 128 letters, digits or . _ : -');
 

@@ -106,7 +106,7 @@ const runbookShape = {
 };
 
 /** The document as written: `steps` (one phase) or `phases`. */
-const runbookDocumentSchema = z.strictObject({
+export const runbookDocumentSchema = z.strictObject({
   ...runbookShape,
   steps: z.array(stepSchema).min(1, 'a runbook needs at least one step').optional(),
   phases: z.array(phaseSchema).min(1, 'a runbook needs at least one phase').optional(),

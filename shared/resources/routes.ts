@@ -1,4 +1,5 @@
 import type { Role } from '../domain/entities.js';
+import * as api from './api-schemas.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH';
 
@@ -19,22 +20,76 @@ export interface RouteSpec {
   readonly roles: readonly Role[];
   /** AWS access beyond the tables, granted to this route's function and nothing else. */
   readonly access?: readonly RouteAccess[];
+  /** What it takes and answers: the handler parses with these, and the OpenAPI document shows them. */
+  readonly schemas: api.RouteSchemas;
 }
 
 /**
  * `start-runs`: start interpreter executions. `resume-runs`: send task success/failure to a
  * waiting execution. `check-health`: describe the tables, state machine, queues and bucket.
+ * `reconcile`: what the scheduled reconciler may do (read and restart executions, resume tasks,
+ * send commands).
  */
-export type RouteAccess = 'start-runs' | 'resume-runs' | 'check-health';
+export type RouteAccess = 'start-runs' | 'resume-runs' | 'check-health' | 'reconcile';
 
 const ANY_ROLE: readonly Role[] = ['viewer', 'operator', 'approver', 'admin'];
 const OPERATE: readonly Role[] = ['operator', 'admin'];
 
 export const ROUTES: readonly RouteSpec[] = [
-  { method: 'GET', path: '/v1/health', handler: 'health', authorized: false, roles: [], access: ['check-health'] },
-  { method: 'POST', path: '/v1/runbooks', handler: 'create-runbook', authorized: true, roles: OPERATE },
-  { method: 'GET', path: '/v1/runbooks', handler: 'list-runbooks', authorized: true, roles: ANY_ROLE },
-  { method: 'GET', path: '/v1/runbooks/{id}', handler: 'get-runbook', authorized: true, roles: ANY_ROLE },
+  {
+    method: 'GET',
+    path: '/v1/health',
+    handler: 'health',
+    authorized: false,
+    roles: [],
+    access: ['check-health'],
+    schemas: { summary: 'The status of each component', response: { status: 200, schema: api.healthSchema } },
+  },
+  {
+    method: 'GET',
+    path: '/v1/openapi.json',
+    handler: 'openapi',
+    authorized: false,
+    roles: [],
+    schemas: { summary: 'This document', response: { status: 200, schema: api.openApiDocumentSchema } },
+  },
+  {
+    method: 'POST',
+    path: '/v1/runbooks',
+    handler: 'create-runbook',
+    authorized: true,
+    roles: OPERATE,
+    schemas: {
+      summary: 'Register a runbook version (the same content twice gives the same version)',
+      body: api.REQUEST_BODIES.runbook,
+      response: { status: 201, alsoStatus: 200, schema: api.registeredRunbookSchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/runbooks',
+    handler: 'list-runbooks',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: "List the tenant's runbooks with their latest versions",
+      query: api.listRunbooksQuerySchema,
+      response: { status: 200, schema: api.runbookPageSchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/runbooks/{id}',
+    handler: 'get-runbook',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: 'One runbook version (the latest when no version is given)',
+      params: api.runbookPathSchema,
+      query: api.runbookQuerySchema,
+      response: { status: 200, schema: api.runbookVersionViewSchema },
+    },
+  },
   {
     method: 'POST',
     path: '/v1/runs',
@@ -42,10 +97,50 @@ export const ROUTES: readonly RouteSpec[] = [
     authorized: true,
     roles: OPERATE,
     access: ['start-runs'],
+    schemas: {
+      summary: 'Start a run of a runbook version',
+      headers: api.createRunHeadersSchema,
+      body: api.REQUEST_BODIES.createRun,
+      response: { status: 202, schema: api.runAcceptedSchema },
+    },
   },
-  { method: 'GET', path: '/v1/runs', handler: 'list-runs', authorized: true, roles: ANY_ROLE },
-  { method: 'GET', path: '/v1/runs/{id}', handler: 'get-run', authorized: true, roles: ANY_ROLE },
-  { method: 'GET', path: '/v1/runs/{id}/events', handler: 'get-run-events', authorized: true, roles: ANY_ROLE },
+  {
+    method: 'GET',
+    path: '/v1/runs',
+    handler: 'list-runs',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: 'List runs, newest first',
+      query: api.listRunsQuerySchema,
+      response: { status: 200, schema: api.runPageSchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/runs/{id}',
+    handler: 'get-run',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: 'A run with its steps per target, attempts and gates',
+      params: api.runPathSchema,
+      response: { status: 200, schema: api.runDetailSchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/runs/{id}/events',
+    handler: 'get-run-events',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: "A run's events after `since`, in seq order",
+      params: api.runPathSchema,
+      query: api.eventsQuerySchema,
+      response: { status: 200, schema: api.eventPageSchema },
+    },
+  },
   {
     method: 'POST',
     path: '/v1/runs/{id}/cancel',
@@ -53,6 +148,11 @@ export const ROUTES: readonly RouteSpec[] = [
     authorized: true,
     roles: OPERATE,
     access: ['resume-runs'],
+    schemas: {
+      summary: 'Cancel a run once its running step executions finish',
+      params: api.runPathSchema,
+      response: { status: 202, schema: api.cancelledSchema },
+    },
   },
   {
     method: 'POST',
@@ -61,6 +161,11 @@ export const ROUTES: readonly RouteSpec[] = [
     authorized: true,
     roles: OPERATE,
     access: ['resume-runs'],
+    schemas: {
+      summary: 'Roll back what the run did, newest first',
+      params: api.runPathSchema,
+      response: { status: 202, schema: api.rollbackSchema },
+    },
   },
   {
     method: 'POST',
@@ -69,6 +174,12 @@ export const ROUTES: readonly RouteSpec[] = [
     authorized: true,
     roles: OPERATE,
     access: ['resume-runs'],
+    schemas: {
+      summary: "An operator's directive for a paused run",
+      params: api.runPathSchema,
+      body: api.REQUEST_BODIES.resume,
+      response: { status: 202, schema: api.resumedSchema },
+    },
   },
   {
     method: 'POST',
@@ -77,7 +188,47 @@ export const ROUTES: readonly RouteSpec[] = [
     authorized: true,
     roles: ['approver', 'admin'],
     access: ['resume-runs'],
+    schemas: {
+      summary: 'Approve or reject a gate',
+      params: api.approvalPathSchema,
+      body: api.REQUEST_BODIES.decision,
+      response: { status: 200, schema: api.decisionResultSchema },
+    },
   },
-  { method: 'GET', path: '/v1/workers', handler: 'list-workers', authorized: true, roles: ANY_ROLE },
-  { method: 'POST', path: '/v1/workers/{id}/drain', handler: 'drain-worker', authorized: true, roles: OPERATE },
+  {
+    method: 'GET',
+    path: '/v1/workers',
+    handler: 'list-workers',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: 'Registered workers with their status as of now',
+      query: api.listWorkersQuerySchema,
+      response: { status: 200, schema: api.workerListSchema },
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/workers/{id}/drain',
+    handler: 'drain-worker',
+    authorized: true,
+    roles: OPERATE,
+    schemas: {
+      summary: 'Drain a worker: it finishes its step, deregisters and exits',
+      params: api.workerPathSchema,
+      response: { status: 202, schema: api.drainSchema },
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/reconcile',
+    handler: 'reconcile',
+    authorized: true,
+    roles: ['admin'],
+    access: ['reconcile'],
+    schemas: {
+      summary: 'Run one reconciler sweep now and answer its summary',
+      response: { status: 200, schema: api.reconcileSummarySchema },
+    },
+  },
 ];

@@ -184,12 +184,22 @@ describe('the stateless stack', () => {
     stateless.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
   });
 
-  it('authorizes every REST method but the health check', () => {
+  it('authorizes every REST method but the health check and the OpenAPI document', () => {
     const methods = resources(stateless, 'AWS::ApiGateway::Method');
     const open = methods.filter(
       ([, m]) => m.Properties.AuthorizationType === 'NONE' && m.Properties.HttpMethod !== 'OPTIONS',
     );
-    expect(open).toHaveLength(1);
+    expect(open.map(([id]) => id).sort()).toEqual([
+      expect.stringMatching(/^RestApiv1healthGET/),
+      expect.stringMatching(/^RestApiv1openapijsonGET/),
+    ]);
+  });
+
+  it('lets only the reconcile route, of the REST routes, restart interpreter executions and send commands', () => {
+    expect(actionsOf('Fnapireconcile')).toEqual(
+      expect.arrayContaining(['states:StartExecution', 'states:SendTaskSuccess', 'sqs:SendMessage']),
+    );
+    expect(actionsOf('Fnapilistworkers')).not.toContain('sqs:SendMessage');
   });
 
   /** Every IAM action the default policy of a function's role allows. */

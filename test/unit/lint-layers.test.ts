@@ -70,7 +70,7 @@ describe('the layering lint rules', () => {
           "import { makeCancelRun } from '../../shared/app/runs.js';",
           "import { runDeps } from '../dependencies.js';",
           "import { httpHandler } from '../http.js';",
-          "import { runPathSchema } from './paths.js';",
+          "import { runPathSchema } from '../../shared/resources/api-schemas.js';",
           'export const all = [makeCancelRun, runDeps, httpHandler, runPathSchema];',
           '',
         ].join('\n'),

@@ -1,0 +1,18 @@
+import { makeReconcile } from '../../shared/app/reconciler.js';
+import { requireRole } from '../../shared/app/authorize.js';
+import { reconcilerDeps } from '../dependencies.js';
+import { httpHandler, logger, requirePrincipal } from '../http.js';
+
+const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) => logger.info(message, fields ?? {}) });
+
+/**
+ * POST /v1/reconcile (admin): one reconciler sweep now, the same use case the schedule runs, and
+ * its summary. Every repair is a conditional write, so a sweep racing the scheduled one is safe.
+ */
+export const handler = httpHandler(async (request) => {
+  const principal = requirePrincipal(request);
+  requireRole(principal, ['admin'], 'forcing a reconciler sweep');
+  const summary = await reconcile();
+  logger.info('reconciled on request', { ...summary, by: principal.subject });
+  return { status: 200, body: summary };
+});
