@@ -51,6 +51,7 @@ import {
 } from '../shared/workflow/definition.js';
 import { type DeploymentConfig, policyText } from './config.js';
 import { CapstanFunction } from './constructs/capstan-function.js';
+import { ErrorGatewayResponses } from './constructs/gateway-responses.js';
 import { WorkerService } from './constructs/worker-service.js';
 import { physicalNames } from './names.js';
 import type { StatefulStack } from './stateful-stack.js';
@@ -100,6 +101,7 @@ export class StatelessStack extends Stack {
       CAPSTAN_CONNECTIONS_TABLE: connections.tableName,
       CAPSTAN_EVIDENCE_BUCKET: evidenceBucket.bucketName,
       CAPSTAN_STATE_MACHINE_ARN: interpreter.stateMachineArn,
+      CAPSTAN_PLATFORM_TENANT: config.platformTenant,
     };
     const functions = new Map<string, NodejsFunction>();
     const fn = (
@@ -168,6 +170,7 @@ export class StatelessStack extends Stack {
         throttlingRateLimit: 100,
       },
     });
+    new ErrorGatewayResponses(this, 'ErrorResponses', { restApi: this.restApi });
     const requestValidator = this.restApi.addRequestValidator('Validator', {
       validateRequestParameters: true,
     });

@@ -160,6 +160,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',
       CAPSTAN_RECONCILE_SWEEPS: '1',
+      // The development identities' main tenant runs this deployment (README: Workers).
+      CAPSTAN_PLATFORM_TENANT: process.env.CAPSTAN_PLATFORM_TENANT ?? 'local',
       ...options.env,
     };
     Object.assign(process.env, env);
