@@ -187,7 +187,9 @@ export function startGateway(options: GatewayOptions): Promise<Gateway> {
     const [status, reason, code] = tooLarge
       ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE']
       : [400, 'Bad Request', 'BAD_REQUEST'];
-    const payload = JSON.stringify({ error: { code, message: tooLarge ? 'the request headers are too large' : 'the request is malformed' } });
+    const payload = JSON.stringify({
+      error: { code, message: tooLarge ? 'the request headers are too large' : 'the request is malformed' },
+    });
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
     );

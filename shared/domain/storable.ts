@@ -102,7 +102,10 @@ export function storableJsonIssues(value: unknown, path: readonly PathSegment[] 
       if (key === '') issues.push({ path: keyPath, message: 'an object key cannot be empty' });
       else if (key === '__proto__') issues.push({ path: keyPath, message: "'__proto__' is not allowed as a key" });
       else if (uncarriableCharacter(key)) {
-        issues.push({ path: at, message: `a key contains ${uncarriableCharacter(key)}, a character no queue can carry` });
+        issues.push({
+          path: at,
+          message: `a key contains ${uncarriableCharacter(key)}, a character no queue can carry`,
+        });
       } else pending.push({ value: child, path: keyPath, depth: item.depth + 1 });
     }
   }

@@ -16,7 +16,9 @@ beforeAll(() => {
   stateless = Template.fromStack(buildApp(new App({ context: CONTEXT })).stateless);
 });
 
-type Response = { Properties: { ResponseType: string; StatusCode?: string; ResponseTemplates: Record<string, string> } };
+type Response = {
+  Properties: { ResponseType: string; StatusCode?: string; ResponseTemplates: Record<string, string> };
+};
 
 function response(type: string): Response['Properties'] {
   const found = Object.values(stateless.findResources('AWS::ApiGateway::GatewayResponse')) as Response[];
