@@ -24,8 +24,8 @@ const MIN_MAGNITUDE = 1e-130;
 const MAX_MAGNITUDE = 9.99e125;
 
 /** A character SQS refuses: C0 controls other than tab/LF/CR, U+FFFE, U+FFFF or a lone surrogate. */
-// eslint-disable-next-line no-control-regex -- the control characters are exactly what is refused
 const UNCARRIABLE =
+  // eslint-disable-next-line no-control-regex -- the control characters are exactly what is refused
   /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** The first character of `text` no queue can carry, as `U+XXXX`, or undefined when it has none. */
