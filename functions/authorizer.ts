@@ -7,15 +7,24 @@ const verify = makeJwtVerifier({
   issuer: required('CAPSTAN_JWT_ISSUER'),
   audience: config().CAPSTAN_JWT_AUDIENCE,
   keys: new URL(required('CAPSTAN_JWKS_URL')),
+  maxLifetimeSeconds: config().CAPSTAN_JWT_MAX_LIFETIME_SECONDS,
 });
 
-/** The bearer token of a REST request, or the `token` query parameter of a WebSocket connect. */
+/** A WebSocket connect: API Gateway names the `$connect` route at the end of the method ARN. */
+const isWebSocketConnect = (methodArn: string) => methodArn.endsWith('/$connect');
+
+/**
+ * The bearer token of a request. REST takes it from the `Authorization` header only, so tokens
+ * stay out of URLs and access logs; a WebSocket connect, which browsers cannot give headers, may
+ * also pass it as the `token` query parameter.
+ */
 export function tokenOf(
-  event: Pick<APIGatewayRequestAuthorizerEvent, 'headers' | 'queryStringParameters'>,
+  event: Pick<APIGatewayRequestAuthorizerEvent, 'headers' | 'queryStringParameters' | 'methodArn'>,
 ): string | undefined {
   const header = Object.entries(event.headers ?? {}).find(([k]) => k.toLowerCase() === 'authorization')?.[1];
   const bearer = header?.match(/^Bearer\s+(\S+)$/i)?.[1];
-  return bearer ?? event.queryStringParameters?.token ?? undefined;
+  if (bearer) return bearer;
+  return isWebSocketConnect(event.methodArn) ? (event.queryStringParameters?.token ?? undefined) : undefined;
 }
 
 /**

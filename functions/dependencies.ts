@@ -89,6 +89,7 @@ export const workerDeps = () => ({
   workers: makeWorkerStore(documentClient, config().CAPSTAN_STATE_TABLE),
   clock: systemClock,
   heartbeatMs: config().CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000,
+  platformTenant: config().CAPSTAN_PLATFORM_TENANT,
 });
 
 /** For the reconciler: the interpreter's ports, the worker registry, and the state machine itself. */

@@ -13,6 +13,7 @@ import {
   UnauthorizedError,
   ValidationError,
 } from '../shared/domain/errors.js';
+import { nestsDeeperThan } from '../shared/domain/storable.js';
 import { issuesFromZod } from '../shared/domain/zod-issues.js';
 
 export const logger = new Logger({ serviceName: 'capstan' });
@@ -72,8 +73,11 @@ const json = (status: number, body: unknown): APIGatewayProxyResult => ({
   body: body === undefined ? '' : JSON.stringify(body),
 });
 
-/** Maps an error to the contract's error body: 4xx for what the caller did, a generic 500 otherwise. */
-export function errorResponse(error: unknown): APIGatewayProxyResult {
+/**
+ * Maps an error to the contract's error body: 4xx for what the caller did, a generic 500 otherwise.
+ * A 500 names the request id, so the caller can quote it and an operator can find the log line.
+ */
+export function errorResponse(error: unknown, requestId?: string): APIGatewayProxyResult {
   if (error instanceof z.ZodError) {
     return json(400, {
       error: { code: 'VALIDATION_FAILED', message: 'the request is not valid', details: issuesFromZod(error) },
@@ -83,8 +87,14 @@ export function errorResponse(error: unknown): APIGatewayProxyResult {
     const details = error.details === undefined ? {} : { details: error.details };
     return json(statusOf(error), { error: { code: error.code, message: error.message, ...details } });
   }
-  logger.error('request failed', { error: error as Error });
-  return json(500, { error: { code: 'INTERNAL', message: 'something went wrong; the request id is in the logs' } });
+  logger.error('request failed', { error: error as Error, requestId });
+  return json(500, {
+    error: {
+      code: 'INTERNAL',
+      message: `something went wrong; quote request id ${requestId ?? 'unknown'} to find it in the logs`,
+      ...(requestId && { details: { requestId } }),
+    },
+  });
 }
 
 /** Requires an authenticated caller: the authorizer context is missing only on a misconfigured route. */
@@ -92,6 +102,9 @@ export function requirePrincipal(request: HttpRequest): Principal {
   if (!request.principal) throw new UnauthorizedError('authentication is required');
   return request.principal;
 }
+
+/** Levels a request body may nest; the stored values inside it have a tighter limit of their own. */
+const MAX_BODY_DEPTH = 64;
 
 /** Parses a JSON body with a zod schema; a missing or malformed body is a 400 naming `body`. */
 export function parseJsonBody<T extends z.ZodType>(request: HttpRequest, schema: T): z.infer<T> {
@@ -103,6 +116,12 @@ export function parseJsonBody<T extends z.ZodType>(request: HttpRequest, schema:
     value = JSON.parse(request.body);
   } catch (error) {
     throw new ValidationError('the body is not valid JSON', [{ path: 'body', message: (error as Error).message }]);
+  }
+  // Refused before any schema walks it: a schema recursing through thousands of levels overflows the stack.
+  if (nestsDeeperThan(value, MAX_BODY_DEPTH)) {
+    throw new ValidationError('the body nests too deeply', [
+      { path: 'body', message: `nests deeper than ${MAX_BODY_DEPTH} levels` },
+    ]);
   }
   return schema.parse(value);
 }
@@ -134,7 +153,7 @@ export function httpHandler(route: (request: HttpRequest) => Promise<HttpResult>
         });
         return json(result.status, result.body);
       } catch (error) {
-        return errorResponse(error);
+        return errorResponse(error, event.requestContext?.requestId);
       }
     });
 }

@@ -1,12 +1,13 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { emptySummary, makeReconcile, type ReconcileSummary } from '../shared/app/reconciler.js';
+import { config } from '../shared/config.js';
 import { reconcilerDeps } from './dependencies.js';
 
 const logger = new Logger({ serviceName: 'capstan-reconciler' });
 const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) => logger.info(message, fields ?? {}) });
 
 /** Sweeps per invocation, spread over the minute between scheduled invocations. */
-const SWEEPS = Math.max(1, Number(process.env.CAPSTAN_RECONCILE_SWEEPS ?? 3));
+const SWEEPS = config().CAPSTAN_RECONCILE_SWEEPS;
 const SWEEP_SPACING_MS = 20_000;
 
 /**

@@ -20,6 +20,11 @@ export const deploymentConfigSchema = z.strictObject({
   jwtIssuer: z.url(),
   /** JWKS endpoint that holds the issuer's signing keys. */
   jwksUrl: z.url(),
+  /**
+   * The tenant (the tokens' `tenant` claim) of the team that runs this deployment: its
+   * principals list the workers, and its operators and admins drain them.
+   */
+  platformTenant: z.string().min(1).default('platform'),
   /** Audience (`aud`) the JWTs must carry. */
   jwtAudience: z.string().min(1).default('capstan'),
   /** Where alarms send email; no subscription when empty. */
@@ -49,6 +54,7 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
     'jwtIssuer',
     'jwksUrl',
     'jwtAudience',
+    'platformTenant',
     'alarmEmail',
     'profiles',
     'secretPrefix',

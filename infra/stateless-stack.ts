@@ -75,6 +75,7 @@ export class StatelessStack extends Stack {
         CAPSTAN_CONNECTIONS_TABLE: connections.tableName,
         CAPSTAN_EVIDENCE_BUCKET: evidenceBucket.bucketName,
         CAPSTAN_STATE_MACHINE_ARN: interpreter.stateMachineArn,
+        CAPSTAN_PLATFORM_TENANT: config.platformTenant,
       },
     };
 

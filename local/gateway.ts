@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayProxyEvent,
@@ -7,6 +7,8 @@ import type {
   Context,
 } from 'aws-lambda';
 import { ROUTES, type RouteSpec } from '../shared/resources/routes.js';
+import { bindHost } from './bind-host.js';
+import { decodeSegment, sendError, sendJson } from './http-reply.js';
 import { WebSocketGateway } from './websocket.js';
 
 type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
@@ -27,6 +29,9 @@ export interface Gateway {
   readonly webSocket: WebSocketGateway;
   close(): Promise<void>;
 }
+
+/** API Gateway's limit on request headers; past it the reply is a 431. */
+const MAX_HEADER_BYTES = 10 * 1024;
 
 /** The WebSocket API's path, and the stage path of its `@connections` API. */
 export const WEBSOCKET_PATH = '/ws';
@@ -64,14 +69,21 @@ const context = (name: string): Context =>
     getRemainingTimeInMillis: () => 29_000,
   }) as unknown as Context;
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(typeof body === 'string' ? body : JSON.stringify(body));
-}
+/** API Gateway's payload limit: a larger request is a 413 before any function runs. */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+class BodyTooLarge extends Error {}
 
 async function readBody(req: IncomingMessage): Promise<string | null> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) throw new BodyTooLarge();
   const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new BodyTooLarge();
+    chunks.push(chunk as Buffer);
+  }
   return chunks.length === 0 ? null : Buffer.concat(chunks).toString('utf8');
 }
 
@@ -81,26 +93,44 @@ async function readBody(req: IncomingMessage): Promise<string | null> {
  * see `WebSocketGateway`, on `/ws`, with its `@connections` API under the same path.
  */
 export function startGateway(options: GatewayOptions): Promise<Gateway> {
-  const server = createServer((req, res) => {
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req, res) => {
+    const requestId = crypto.randomUUID();
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://localhost');
-      const body = await readBody(req);
+      let body: string | null;
+      try {
+        body = await readBody(req);
+      } catch (error) {
+        if (!(error instanceof BodyTooLarge)) throw error;
+        res.setHeader('connection', 'close');
+        return sendError(res, 413, 'PAYLOAD_TOO_LARGE', `the request body is larger than ${MAX_BODY_BYTES} bytes`);
+      }
       if (webSocket.handleManagement(req, res, url.pathname, body)) return;
       const staticBody = req.method === 'GET' ? options.staticJson[url.pathname] : undefined;
-      if (staticBody !== undefined) return send(res, 200, staticBody);
+      if (staticBody !== undefined) return sendJson(res, 200, staticBody);
       const match = compiled
         .map((route) => ({ route, found: route.pattern.exec(url.pathname) }))
         .find(({ route, found }) => found && route.spec.method === req.method);
       if (!match?.found) {
         const pathKnown = compiled.some((route) => route.pattern.test(url.pathname));
-        return send(res, pathKnown ? 405 : 404, {
-          error: {
-            code: pathKnown ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND',
-            message: `no route for ${req.method} ${url.pathname}`,
-          },
-        });
+        return sendError(
+          res,
+          pathKnown ? 405 : 404,
+          pathKnown ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND',
+          `no route for ${req.method} ${url.pathname}`,
+        );
       }
       const { route, found } = match;
+      const pathParameters: Record<string, string> = {};
+      for (const [i, name] of route.params.entries()) {
+        const decoded = decodeSegment(found[i + 1] ?? '');
+        if (decoded === undefined) {
+          return sendError(res, 400, 'VALIDATION_FAILED', 'the path is not valid', {
+            details: [{ path: `path.${name}`, message: 'has a malformed % escape' }],
+          });
+        }
+        pathParameters[name] = decoded;
+      }
       const headers = Object.fromEntries(
         Object.entries(req.headers).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : [])),
       );
@@ -116,7 +146,7 @@ export function startGateway(options: GatewayOptions): Promise<Gateway> {
           } as unknown as APIGatewayRequestAuthorizerEvent);
           authorizerContext = result.context ?? {};
         } catch {
-          return send(res, 401, { message: 'Unauthorized' });
+          return sendError(res, 401, 'UNAUTHORIZED', 'a valid bearer token is required');
         }
       }
       const event = {
@@ -127,27 +157,42 @@ export function startGateway(options: GatewayOptions): Promise<Gateway> {
         multiValueHeaders: {},
         queryStringParameters: Object.keys(query).length > 0 ? query : null,
         multiValueQueryStringParameters: null,
-        pathParameters:
-          route.params.length > 0
-            ? Object.fromEntries(route.params.map((p, i) => [p, decodeURIComponent(found[i + 1] ?? '')]))
-            : null,
+        pathParameters: route.params.length > 0 ? pathParameters : null,
         stageVariables: null,
         body,
         isBase64Encoded: false,
-        requestContext: { authorizer: authorizerContext, requestId: crypto.randomUUID(), stage: 'local' },
+        requestContext: { authorizer: authorizerContext, requestId, stage: 'local' },
       } as unknown as APIGatewayProxyEvent;
       const handler = await handlerFor(route.spec.handler);
       const result = await handler(event, context(route.spec.handler));
-      send(
+      sendJson(
         res,
         result.statusCode,
         result.body,
         Object.fromEntries(Object.entries(result.headers ?? {}).map(([k, v]) => [k, String(v)])),
       );
     })().catch((error: unknown) => {
-      console.error('gateway error', error);
-      if (!res.headersSent) send(res, 502, { message: 'Internal server error' });
+      console.error('gateway error', requestId, error);
+      if (!res.headersSent) {
+        sendError(res, 502, 'BAD_GATEWAY', `the function failed; quote request id ${requestId}`, {
+          details: { requestId },
+        });
+      }
     });
+  });
+  // Malformed requests never reach a route: answer them in the error shape too, as API Gateway does.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    const [status, reason, code] = tooLarge
+      ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE']
+      : [400, 'Bad Request', 'BAD_REQUEST'];
+    const payload = JSON.stringify({
+      error: { code, message: tooLarge ? 'the request headers are too large' : 'the request is malformed' },
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
+    );
   });
   const webSocket = new WebSocketGateway(server, {
     path: WEBSOCKET_PATH,
@@ -157,7 +202,7 @@ export function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, '127.0.0.1', () =>
+    server.listen(options.port, bindHost(), () =>
       resolve({
         server,
         webSocket,

@@ -39,7 +39,8 @@ export async function makeLocalIssuer(keyFile: string, issuer: string, audience:
       .setIssuer(issuer)
       .setAudience(audience)
       .setIssuedAt()
-      .setExpirationTime('30d')
+      // Within the authorizer's default maximum lifetime (24 h): each start issues fresh tokens.
+      .setExpirationTime('24h')
       .sign(key);
   }
   return { jwks: { keys: [publicJwk] }, tokens };

@@ -1,4 +1,8 @@
-import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import type { AddressInfo } from 'node:net';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { buildApp } from 'fauxqs';
+import { bindHost } from './bind-host.js';
 import { SANDBOX_PROFILES, type SandboxProfile } from '../shared/domain/sandbox-profiles.js';
 import {
   DEAD_LETTER_RETENTION_SECONDS,
@@ -18,11 +22,19 @@ export interface LocalQueuesOptions {
 
 const ACCOUNT = '000000000000';
 
+/** The running fauxqs server. */
+export interface LocalQueues {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
 /**
  * fauxqs in-process: SQS with one step queue and dead-letter queue per sandbox profile,
  * configured from the same profile data as the CDK stack, and S3 with the evidence bucket.
+ * Built from fauxqs' app rather than `startFauxqs`, which always listens on every interface;
+ * the queues and the bucket are then created over the real SQS and S3 protocols.
  */
-export async function startLocalQueues(options: LocalQueuesOptions): Promise<FauxqsServer> {
+export async function startLocalQueues(options: LocalQueuesOptions): Promise<LocalQueues> {
   const profiles = options.profiles ?? Object.values(SANDBOX_PROFILES);
   const queues = profiles.flatMap((profile): Array<{ name: string; attributes: Record<string, string> }> => {
     const dlq = deadLetterQueueName(options.prefix, profile.name);
@@ -42,10 +54,28 @@ export async function startLocalQueues(options: LocalQueuesOptions): Promise<Fau
       },
     ];
   });
-  return startFauxqs({
-    port: options.port,
-    logger: false,
-    defaultRegion: options.region,
-    init: { region: options.region, queues, buckets: [options.evidenceBucket] },
-  });
+  const app = buildApp({ logger: false, defaultRegion: options.region });
+  await app.listen({ port: options.port, host: bindHost() });
+  const port = (app.server.address() as AddressInfo).port;
+  const client = {
+    endpoint: `http://127.0.0.1:${port}`,
+    region: options.region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  };
+  const sqs = new SQSClient({ ...client, useQueueUrlAsEndpoint: false });
+  const s3 = new S3Client({ ...client, forcePathStyle: true });
+  try {
+    // Each dead-letter queue comes before the queue whose redrive policy names it.
+    for (const queue of queues) {
+      await sqs.send(new CreateQueueCommand({ QueueName: queue.name, Attributes: queue.attributes }));
+    }
+    await s3.send(new CreateBucketCommand({ Bucket: options.evidenceBucket }));
+  } catch (error) {
+    await app.close();
+    throw error;
+  } finally {
+    sqs.destroy();
+    s3.destroy();
+  }
+  return { port, stop: () => app.close() };
 }

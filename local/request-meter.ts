@@ -1,4 +1,5 @@
 import { request as httpRequest, createServer, Agent, type IncomingMessage, type Server } from 'node:http';
+import { bindHost } from './bind-host.js';
 import type { AddressInfo } from 'node:net';
 
 /** Requests counted per operation (`PutItem`, `SendMessageBatch`, `S3 PUT`). */
@@ -56,7 +57,7 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
     });
     request.pipe(forward);
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, bindHost(), resolve));
   const bound = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${bound}`,

@@ -1,7 +1,6 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent, DynamoDBStreamEvent } from 'aws-lambda';
-import type { FauxqsServer } from 'fauxqs';
 import { ensureTables } from '../shared/adapters/dynamodb/tables.js';
 import type { SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
 import { TABLES, type TableKey } from '../shared/resources/tables.js';
@@ -17,7 +16,7 @@ import { startLocalEventBridge } from './eventbridge.js';
 import { type Gateway, startGateway, WEBSOCKET_PATH } from './gateway.js';
 import { makeLocalIssuer, type LocalIssuer } from './issuer.js';
 import { invokeLocal } from './lambdas.js';
-import { startLocalQueues } from './queues.js';
+import { type LocalQueues, startLocalQueues } from './queues.js';
 import { type MeteredEndpoint, startMeteredEndpoint } from './request-meter.js';
 import { startLocalSecrets } from './secrets.js';
 import { LocalStepFunctions } from './stepfunctions.js';
@@ -103,12 +102,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // Local credentials and region for every client, including the ones the glue itself uses.
   Object.assign(process.env, { AWS_REGION: REGION, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local' });
   try {
-    dynamo = await startDynamoDbLocal({ port: port + 1, dataDir: join(dataDir, 'dynamodb') });
+    dynamo = await startDynamoDbLocal({ port: port + 1, dataDir: join(dataDir, 'dynamodb'), log });
     const dynamoLocal = dynamo;
     cleanups.push(() => dynamoLocal.stop());
     await ensureTables(dynamo.endpoint, TABLES, LOCAL_NAMES.tables);
 
-    const queues: FauxqsServer = await startLocalQueues({
+    const queues: LocalQueues = await startLocalQueues({
       port: port + 2,
       prefix: PREFIX,
       region: REGION,
@@ -161,6 +160,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',
       CAPSTAN_RECONCILE_SWEEPS: '1',
+      // The development identities' main tenant runs this deployment (README: Workers).
+      CAPSTAN_PLATFORM_TENANT: process.env.CAPSTAN_PLATFORM_TENANT ?? 'local',
       ...options.env,
     };
     Object.assign(process.env, env);

@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
 import { WebSocket, WebSocketServer } from 'ws';
+import { decodeSegment, sendError } from './http-reply.js';
 
 type Authorizer = (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
 type Invoke = (functionName: string, event: unknown) => Promise<unknown>;
@@ -59,14 +60,23 @@ export class WebSocketGateway {
   handleManagement(req: IncomingMessage, res: ServerResponse, path: string, body: string | null): boolean {
     const match = this.managementPattern.exec(path);
     if (!match?.[1]) return false;
-    const connectionId = decodeURIComponent(match[1]);
+    const connectionId = decodeSegment(match[1]);
+    if (connectionId === undefined) {
+      sendError(res, 400, 'VALIDATION_FAILED', 'the connection id is not valid', {
+        details: [{ path: 'path.connectionId', message: 'has a malformed % escape' }],
+      });
+      return true;
+    }
     const connection = this.connections.get(connectionId);
-    const reply = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    const reply = (status: number, payload?: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
       res.end(payload === undefined ? undefined : JSON.stringify(payload));
     };
     if (!connection || connection.socket.readyState !== WebSocket.OPEN) {
-      reply(410, { message: 'Gone' }, { 'x-amzn-errortype': 'GoneException' });
+      // The SDK reads the error type from the header; the body has the API's error shape.
+      sendError(res, 410, 'GONE', `connection '${connectionId}' is gone`, {
+        headers: { 'x-amzn-errortype': 'GoneException' },
+      });
       return true;
     }
     switch (req.method) {
@@ -86,7 +96,7 @@ export class WebSocketGateway {
         reply(204);
         return true;
       default:
-        reply(405, { message: `method ${req.method} not allowed` });
+        sendError(res, 405, 'METHOD_NOT_ALLOWED', `method ${req.method} not allowed`);
         return true;
     }
   }
@@ -178,6 +188,12 @@ export class WebSocketGateway {
   }
 }
 
+/** Refuses an upgrade with a plain HTTP reply whose body has the API's error shape. */
 function reject(socket: Duplex, status: number, reason: string): void {
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  const code = reason.toUpperCase().replace(/[^A-Z]+/g, '_');
+  const body = JSON.stringify({ error: { code, message: reason } });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nConnection: close\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }

@@ -18,6 +18,15 @@ export const configSchema = z.object({
   CAPSTAN_JWT_ISSUER: z.string().min(1).optional(),
   CAPSTAN_JWT_AUDIENCE: z.string().min(1).default('capstan'),
   CAPSTAN_JWKS_URL: z.url().optional(),
+  /** The longest a token may live (`exp - iat`); a token without `exp` or `iat` is refused. */
+  CAPSTAN_JWT_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).max(604_800).default(86_400),
+  /**
+   * The deployment's own tenant: workers are fleet infrastructure, listed by its principals and
+   * drained by its operators and admins only. Unset, no tenant sees the fleet.
+   */
+  CAPSTAN_PLATFORM_TENANT: z.string().min(1).optional(),
+  /** Reconciler sweeps per scheduled invocation, 20 s apart. */
+  CAPSTAN_RECONCILE_SWEEPS: z.coerce.number().int().min(1).max(3).default(3),
   CAPSTAN_WORKER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(15),
   CAPSTAN_NOTIFY_WEBHOOK_URL: z.url().optional(),
   /** The deployment's policy document (JSON, see docs/policy.md); the built-in default when unset. */

@@ -15,6 +15,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { RouteAccess, RouteSpec } from '../../shared/resources/routes.js';
+import { ErrorGatewayResponses } from './gateway-responses.js';
 import { grantReconcile } from './reconciler.js';
 import { CapstanFunction } from './capstan-function.js';
 import { grantRunState, queueEnvironment, type RunResources } from './run-resources.js';
@@ -91,6 +92,7 @@ export class RestApi extends Construct {
         throttlingRateLimit: props.throttlingRateLimit ?? 100,
       },
     });
+    new ErrorGatewayResponses(this, 'ErrorResponses', { restApi: this.api });
     const requestValidator = this.api.addRequestValidator('Validator', { validateRequestParameters: true });
     const authorizer = new RequestAuthorizer(this, 'Authorizer', {
       handler: this.authorizerFunction,

@@ -11,6 +11,7 @@ import {
   type StepExecution,
   ticketSchema,
 } from '../domain/entities.js';
+import { MAX_INPUTS_BYTES, storableJsonObject } from '../domain/storable.js';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
 import type { RunEvent } from '../domain/events.js';
 import { parseRunbookObject, resolveInputs, type Runbook } from '../domain/runbook.js';
@@ -37,7 +38,7 @@ export interface RunDeps {
 export const createRunBodySchema = z.strictObject({
   runbookId: z.string().min(1).max(64),
   version: z.number().int().positive().optional(),
-  inputs: z.record(z.string(), z.json()).default({}),
+  inputs: storableJsonObject(MAX_INPUTS_BYTES).default({}),
   ticket: ticketSchema.optional(),
   priority: prioritySchema.default('normal'),
 });

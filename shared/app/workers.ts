@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Principal, Worker } from '../domain/entities.js';
-import { NotFoundError } from '../domain/errors.js';
-import { livenessOf } from '../domain/workers.js';
+import { ForbiddenError, NotFoundError } from '../domain/errors.js';
+import { livenessOf, workerScopeOf } from '../domain/workers.js';
 import { requireRole } from './authorize.js';
 import type { Clock, WorkerStore } from './ports.js';
 
@@ -9,6 +9,18 @@ export interface WorkerDeps {
   readonly workers: WorkerStore;
   readonly clock: Clock;
   readonly heartbeatMs: number;
+  /** The deployment's own tenant, whose principals see and drain the fleet; unset, nobody does. */
+  readonly platformTenant: string | undefined;
+}
+
+/**
+ * Refuses a principal outside the platform tenant before anything is read, so the answer is
+ * the same whatever worker id was asked for: another tenant learns nothing about the fleet.
+ */
+function requireFleet(deps: WorkerDeps, principal: Principal, doing: string): void {
+  if (workerScopeOf(principal, deps.platformTenant).kind !== 'fleet') {
+    throw new ForbiddenError(`${doing} is for the deployment's platform tenant: workers are shared infrastructure`);
+  }
 }
 
 export const workerPathSchema = z.object({
@@ -30,6 +42,7 @@ export type WorkerView = Worker & { drainRequested: boolean; missedBeats: number
 export function makeListWorkers(deps: WorkerDeps) {
   return async (principal: Principal, query: z.infer<typeof listWorkersQuerySchema>): Promise<WorkerView[]> => {
     requireRole(principal, ['viewer', 'operator', 'approver', 'admin'], 'listing workers');
+    requireFleet(deps, principal, 'listing workers');
     const now = deps.clock.now();
     return (await deps.workers.list())
       .map((worker) => {
@@ -54,6 +67,7 @@ export function makeListWorkers(deps: WorkerDeps) {
 export function makeDrainWorker(deps: WorkerDeps) {
   return async (principal: Principal, workerId: string) => {
     requireRole(principal, ['operator', 'admin'], 'draining a worker');
+    requireFleet(deps, principal, 'draining a worker');
     if (!(await deps.workers.requestDrain(workerId)))
       throw new NotFoundError(`no live worker '${workerId}' (it may have deregistered or been declared dead)`);
     return { workerId, drainRequested: true, seenWithinSeconds: Math.ceil(deps.heartbeatMs / 1000) };

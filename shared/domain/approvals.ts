@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableTextSchema } from './storable.js';
 import type { Approval, Principal, Run } from './entities.js';
 import { ConflictError, ForbiddenError } from './errors.js';
 import type { GateSpec } from './policy.js';
@@ -7,7 +8,7 @@ import { approvalStateMachine, type ApprovalStatus } from './statuses.js';
 /** `POST /v1/runs/{id}/approvals/{approvalId}` (brief: "Contracts"). */
 export const decisionBodySchema = z.strictObject({
   decision: z.enum(['approve', 'reject']),
-  notes: z.string().max(2000).optional(),
+  notes: storableTextSchema.max(2000).optional(),
 });
 export type DecisionBody = z.infer<typeof decisionBodySchema>;
 

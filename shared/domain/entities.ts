@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableTextSchema } from './storable.js';
 import { blastRadiusSchema } from './runbook.js';
 import { environmentSchema, sandboxProfileNameSchema } from './sandbox-profiles.js';
 import { approvalStatusSchema, runStatusSchema, stepExecutionStatusSchema, workerStatusSchema } from './statuses.js';
@@ -21,8 +22,8 @@ export const principalSchema = z.strictObject({
 export type Principal = z.infer<typeof principalSchema>;
 
 export const ticketSchema = z.strictObject({
-  id: z.string().min(1).max(200),
-  source: z.string().min(1).max(100),
+  id: storableTextSchema.min(1).max(200),
+  source: storableTextSchema.min(1).max(100),
 });
 
 /** A stored runbook version: immutable, addressed by id and version, identified by digest. */

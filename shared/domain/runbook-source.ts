@@ -13,7 +13,9 @@ export type RunbookFormat = 'yaml' | 'json';
  */
 export function parseRunbookSource(source: string, format: RunbookFormat = 'yaml'): Runbook {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true });
+  const doc = guarded(format, () =>
+    parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true }),
+  );
   const syntax = [...doc.errors];
   if (syntax.length > 0) {
     const issues: Issue[] = syntax.map((error) => {
@@ -36,7 +38,7 @@ export function parseRunbookSource(source: string, format: RunbookFormat = 'yaml
       ]);
     }
   }
-  const result = validateRunbook(doc.toJS({ maxAliasCount: 50 }));
+  const result = validateRunbook(guarded(format, () => doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) as unknown));
   if (result.ok) return result.runbook;
   const issues = result.issues.map((issue): Issue => {
     const offset = nodeOffset(doc.contents as YamlNode | null, issue.path);
@@ -46,6 +48,27 @@ export function parseRunbookSource(source: string, format: RunbookFormat = 'yaml
     return { ...base, line: at.line, column: at.col };
   });
   throw new ValidationError('the runbook is not valid', issues);
+}
+
+/** Aliases a document may expand: a few anchors are handy, thousands are a billion-laughs attack. */
+const MAX_ALIAS_COUNT = 50;
+
+/**
+ * Runs a step of reading the document; what the parser throws on hostile input (too many
+ * aliases, nesting deep enough to exhaust the stack) is a problem with the document, not a fault.
+ */
+function guarded<T>(format: RunbookFormat, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    const message =
+      error instanceof RangeError
+        ? 'the document nests too deeply'
+        : /alias/i.test((error as Error).message)
+          ? `the document expands too many aliases (at most ${MAX_ALIAS_COUNT})`
+          : (error as Error).message;
+    throw new ValidationError(`the runbook is not valid ${format.toUpperCase()}`, [{ path: '(document)', message }]);
+  }
 }
 
 /** Offset of the deepest node on `path` that exists (a missing field points at its parent). */

@@ -3,6 +3,7 @@ import { canonicalJson, type Json, sha256Hex } from './canonical.js';
 import { checkAction, findAction } from './catalogue.js';
 import { durationSchema } from './duration.js';
 import { ValidationError } from './errors.js';
+import { MAX_RUNBOOK_BYTES, storableJson, storableJsonObject } from './storable.js';
 import { environmentSchema, SANDBOX_PROFILES, sandboxProfileNameSchema } from './sandbox-profiles.js';
 import { checkPlaceholders, findPlaceholders, substitute } from './template.js';
 import { formatIssues, formatPath, type PathSegment, type RawIssue, rawIssuesFromZod } from './zod-issues.js';
@@ -33,7 +34,7 @@ const secretIdSchema = z.string().regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, 'must be 
 export const rollbackStepSchema = z.strictObject({
   backend: z.string().min(1),
   action: z.string().min(1),
-  params: z.record(z.string(), z.json()).default({}),
+  params: storableJsonObject().default({}),
   timeout: durationSchema.optional(),
   secrets: z.array(secretIdSchema).default([]),
 });
@@ -50,7 +51,7 @@ export const stepSchema = z.strictObject({
   description: z.string().max(2000).optional(),
   backend: z.string().min(1),
   action: z.string().min(1),
-  params: z.record(z.string(), z.json()).default({}),
+  params: storableJsonObject().default({}),
   target: targetSchema.optional(),
   max_concurrency: countOrPercentSchema.optional(),
   max_errors: countOrPercentSchema.optional(),
@@ -81,7 +82,7 @@ export const INPUT_TYPES = ['string', 'number', 'boolean', 'list', 'object'] as 
 export const inputSpecSchema = z.strictObject({
   type: z.enum(INPUT_TYPES),
   description: z.string().max(2000).optional(),
-  default: z.json().optional(),
+  default: storableJson().optional(),
   required: z.boolean().optional(),
   enum: z
     .array(z.union([z.string(), z.number()]))
@@ -325,6 +326,19 @@ export function validateRunbook(doc: unknown): { ok: true; runbook: Runbook } | 
     steps !== undefined && issue.path[0] === 'phases' && issue.path[1] === 0 && issue.path[2] === 'steps'
       ? { ...issue, path: issue.path.slice(2) }
       : issue;
+  const bytes = Buffer.byteLength(canonicalJson(runbook), 'utf8');
+  if (bytes > MAX_RUNBOOK_BYTES) {
+    return {
+      ok: false,
+      issues: [
+        ...structural,
+        {
+          path: [steps === undefined ? 'phases' : 'steps'],
+          message: `the runbook is ${bytes} bytes in its normal form; at most ${MAX_RUNBOOK_BYTES} are allowed`,
+        },
+      ],
+    };
+  }
   const issues = [...structural, ...semanticIssues(runbook).map(asWritten)];
   return issues.length > 0 ? { ok: false, issues } : { ok: true, runbook };
 }

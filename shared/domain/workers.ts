@@ -26,3 +26,16 @@ export function livenessOf(worker: Pick<Worker, 'status' | 'lastHeartbeatAt'>, n
 export function isSilent(worker: Pick<Worker, 'status' | 'lastHeartbeatAt'>, now: Date, heartbeatMs: number): boolean {
   return livenessOf(worker, now, heartbeatMs).status === 'offline';
 }
+
+/**
+ * Which workers a principal may see and drain. Workers are fleet infrastructure that belongs to
+ * the deployment, so only principals of the deployment's own (platform) tenant see the fleet;
+ * every other tenant sees none. Agent nodes registered per tenant will add a third kind,
+ * `{ kind: 'tenant', tenantId }`, that sees the workers registered for that tenant.
+ */
+export type WorkerScope = { readonly kind: 'fleet' } | { readonly kind: 'none' };
+
+/** The principal's worker scope, given the deployment's platform tenant (none when unset). */
+export function workerScopeOf(principal: { readonly tenantId: string }, platformTenant: string | undefined): WorkerScope {
+  return platformTenant !== undefined && principal.tenantId === platformTenant ? { kind: 'fleet' } : { kind: 'none' };
+}

@@ -26,12 +26,11 @@ import {
 import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayRequestAuthorizerEvent, DynamoDBRecord } from 'aws-lambda';
-import type { FauxqsServer } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { startLocalEventBridge } from '../../local/eventbridge.js';
 import { type Gateway, startGateway } from '../../local/gateway.js';
-import { startLocalQueues } from '../../local/queues.js';
+import { type LocalQueues, startLocalQueues } from '../../local/queues.js';
 import { startLocalSecrets } from '../../local/secrets.js';
 import { StreamMapping } from '../../local/streams.js';
 import { SANDBOX_PROFILES } from '../../shared/domain/sandbox-profiles.js';
@@ -145,7 +144,7 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
 });
 
 describe('fauxqs: step queues with dead-letter redrive, and the evidence bucket', () => {
-  let fauxqs: FauxqsServer;
+  let fauxqs: LocalQueues;
   let sqs: SQSClient;
   const profile = { ...SANDBOX_PROFILES['dev-flex'], queueVisibilitySeconds: 1, maxReceiveCount: 2 };
   beforeAll(async () => {

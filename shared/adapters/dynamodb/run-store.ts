@@ -269,7 +269,8 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
 
     async list(tenantId: string, options: { status?: RunStatus; limit: number; cursor?: string }): Promise<Page<Run>> {
       const items: Run[] = [];
-      let startKey = decodeCursor(options.cursor);
+      const scope = { keys: ['pk', 'sk', 'gsi1sk'], bound: { gsi1pk: runsListKey(tenantId) } };
+      let startKey: Record<string, unknown> | undefined = decodeCursor(options.cursor, scope);
       // A status filter may leave a page short; keep reading until it is full or the index ends.
       do {
         const page = await client.send(
@@ -293,9 +294,9 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
           }),
         );
         for (const item of page.Items ?? []) items.push(runItemSchema.parse(item).run);
-        startKey = page.LastEvaluatedKey as typeof startKey;
+        startKey = page.LastEvaluatedKey;
       } while (startKey && items.length < options.limit);
-      return { items, nextCursor: encodeCursor(startKey) };
+      return { items, nextCursor: encodeCursor(startKey, scope) };
     },
 
     async executions(runId: string): Promise<StepExecution[]> {

@@ -108,6 +108,7 @@ export function makeDynamoRunbookStore(client: DynamoDBDocumentClient, tableName
       }
     },
     async list(tenantId, limit, cursor): Promise<Page<RunbookHead>> {
+      const scope = { keys: ['pk', 'sk', 'gsi1sk'], bound: { gsi1pk: listKey(tenantId) } };
       const { Items = [], LastEvaluatedKey } = await client.send(
         new QueryCommand({
           TableName: tableName,
@@ -115,10 +116,10 @@ export function makeDynamoRunbookStore(client: DynamoDBDocumentClient, tableName
           KeyConditionExpression: 'gsi1pk = :pk',
           ExpressionAttributeValues: { ':pk': listKey(tenantId) },
           Limit: limit,
-          ExclusiveStartKey: decodeCursor(cursor),
+          ExclusiveStartKey: decodeCursor(cursor, scope),
         }),
       );
-      const nextCursor = encodeCursor(LastEvaluatedKey);
+      const nextCursor = encodeCursor(LastEvaluatedKey, scope);
       return { items: Items.map(toHead), ...(nextCursor ? { nextCursor } : {}) };
     },
   };

@@ -10,12 +10,19 @@ let sign: (
 ) => Promise<string>;
 let verify: (token: string) => Promise<unknown>;
 let foreignSign: typeof sign;
+let key: Parameters<SignJWT['sign']>[0];
 
 beforeAll(async () => {
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   const foreign = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
-  verify = makeJwtVerifier({ issuer: ISSUER, audience: 'capstan', keys: createLocalJWKSet({ keys: [jwk] }) });
+  key = privateKey;
+  verify = makeJwtVerifier({
+    issuer: ISSUER,
+    audience: 'capstan',
+    keys: createLocalJWKSet({ keys: [jwk] }),
+    maxLifetimeSeconds: 86_400,
+  });
   const signer =
     (key: Parameters<SignJWT['sign']>[0]) =>
     async (claims: Record<string, unknown>, options: { audience?: string; issuer?: string; expiresIn?: string } = {}) =>
@@ -43,6 +50,26 @@ describe('the JWT verifier', () => {
   ])('refuses %s', async (_label, options) => {
     const token = await sign({ sub: 'ada', tenant: 'acme', roles: ['operator'] }, options);
     await expect(verify(token)).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it('refuses a validly signed token that carries no exp', async () => {
+    const token = await new SignJWT({ sub: 'ada', tenant: 'acme', roles: ['operator'] })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(ISSUER)
+      .setAudience('capstan')
+      .setIssuedAt()
+      .sign(key);
+    await expect(verify(token)).rejects.toThrow(/exp/);
+  });
+
+  it('refuses a token that lives longer than the maximum lifetime', async () => {
+    const token = await sign({ sub: 'ada', tenant: 'acme', roles: ['operator'] }, { expiresIn: '25h' });
+    await expect(verify(token)).rejects.toThrow(/at most 86400 s/);
+  });
+
+  it('accepts a token that lives exactly the maximum lifetime', async () => {
+    const token = await sign({ sub: 'ada', tenant: 'acme', roles: ['operator'] }, { expiresIn: '24h' });
+    await expect(verify(token)).resolves.toMatchObject({ subject: 'ada' });
   });
 
   it('refuses a token signed by another key', async () => {

@@ -35,12 +35,37 @@ describe('errorResponse', () => {
     expect(response.statusCode).toBe(500);
     expect(response.body).not.toMatch(/hunter2|postgres/);
   });
+
+  it('names the request id in a 500 body, and nothing else about the failure', () => {
+    const response = errorResponse(new Error('secret detail'), 'req-123');
+    expect(JSON.parse(response.body)).toEqual({
+      error: { code: 'INTERNAL', message: expect.stringContaining('req-123'), details: { requestId: 'req-123' } },
+    });
+    expect(response.body).not.toMatch(/secret detail/);
+  });
 });
 
 describe('parseConfig', () => {
   it('names the missing variable', () => {
     expect(() => parseConfig({ CAPSTAN_EVENTS_TABLE: 'e', CAPSTAN_CONNECTIONS_TABLE: 'c' })).toThrow(
       /CAPSTAN_STATE_TABLE/,
+    );
+  });
+
+  const tables = { CAPSTAN_STATE_TABLE: 's', CAPSTAN_EVENTS_TABLE: 'e', CAPSTAN_CONNECTIONS_TABLE: 'c' };
+
+  it.each(['0', 'three', '-1', '9'])('fails loudly on CAPSTAN_RECONCILE_SWEEPS=%s, naming it', (value) => {
+    expect(() => parseConfig({ ...tables, CAPSTAN_RECONCILE_SWEEPS: value })).toThrow(/CAPSTAN_RECONCILE_SWEEPS/);
+  });
+
+  it('reads the reconciler sweeps and the token lifetime, with their defaults', () => {
+    expect(parseConfig({ ...tables, CAPSTAN_RECONCILE_SWEEPS: '1' }).CAPSTAN_RECONCILE_SWEEPS).toBe(1);
+    expect(parseConfig(tables)).toMatchObject({
+      CAPSTAN_RECONCILE_SWEEPS: 3,
+      CAPSTAN_JWT_MAX_LIFETIME_SECONDS: 86_400,
+    });
+    expect(() => parseConfig({ ...tables, CAPSTAN_JWT_MAX_LIFETIME_SECONDS: 'forever' })).toThrow(
+      /CAPSTAN_JWT_MAX_LIFETIME_SECONDS/,
     );
   });
 
