@@ -18,6 +18,7 @@ import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachin
 import { requireRole } from './authorize.js';
 import type { Clock, Page, RunbookStore } from './ports.js';
 import type { TaskCallbacks } from './interpreter.js';
+import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 import { wakeAll } from './waits.js';
 
 /** Starts the interpreter for a run; the execution name is the run id, so a retry cannot start it twice. */
@@ -307,6 +308,8 @@ export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'
             ],
           },
     );
+    // Nothing a worker has not taken yet will run; a Dispatch task left with nothing resumes.
+    if (!ended((result?.record.run ?? record.run).status)) await endUnsent(deps, runId, () => CANCELLED_UNSENT);
     // A run waiting on a gate or an operator hears of it now, not at the wait's timeout.
     await wakeAll(deps, runId, { cancelRequested: true });
     return { runId, status: (result?.record.run ?? record.run).status, cancelRequested: true };
