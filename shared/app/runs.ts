@@ -18,6 +18,7 @@ import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachin
 import { requireRole } from './authorize.js';
 import type { Clock, Page, RunbookStore } from './ports.js';
 import type { TaskCallbacks } from './interpreter.js';
+import { runErrorView, waitingForView } from './run-reasons.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 import { wakeAll } from './waits.js';
 
@@ -241,10 +242,15 @@ export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'> & { approval
       deps.runs.executions(runId),
       deps.approvals.list(runId),
     ]);
+    const steps = stepViews(runbook, record.run, executions);
+    const error = runErrorView(record.run, steps);
+    const waitingFor = waitingForView(record.run, approvals);
     return {
       ...record.run,
+      ...(error && { error }),
+      ...(waitingFor && { waitingFor }),
       lastEventSeq: record.head.seq,
-      steps: stepViews(runbook, record.run, executions),
+      steps,
       // Every gate, every round, with its decisions.
       approvals,
       attempts: executions
