@@ -162,6 +162,8 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
     let plans = 0;
     const text = definition((asl) => {
       asl.States.Dispatch!.HeartbeatSeconds = 1;
+      // The planner reads the stored run; here it also gets the caught error to prove the shape.
+      (asl.States.Plan!.Parameters as { Payload: Record<string, string> }).Payload['waitError.$'] = '$.waitError';
     });
     const { client } = await start({
       text,
@@ -169,18 +171,24 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
         if (name !== 'plan') return null;
         plans++;
         if (plans === 1) return { action: 'dispatch' };
-        errors.push((payload as { faults?: { last?: unknown } }).faults?.last);
+        // A lapsed wait is not a fault: a long step re-attaches without counting towards the bound.
+        errors.push([(payload as { waitError?: unknown }).waitError, (payload as { faults?: unknown }).faults]);
         return FAIL;
       },
     });
     const { executionArn } = await client.send(
       new StartExecutionCommand({
         stateMachineArn: ARN,
-        input: JSON.stringify({ runId: 'r4', tenantId: 't' }),
+        input: JSON.stringify({ runId: 'r4', tenantId: 't', waitError: null }),
       }),
     );
     await waitForStatus(client, executionArn!, 'FAILED');
-    expect(errors).toEqual([{ Error: 'States.HeartbeatTimeout', Cause: expect.stringContaining('heartbeat') }]);
+    expect(errors).toEqual([
+      [
+        { Error: 'States.HeartbeatTimeout', Cause: expect.stringContaining('heartbeat') },
+        { count: 0, waitSeconds: 1 },
+      ],
+    ]);
   });
 
   it('stops an execution with StopExecution and refuses a reused name with other input', async () => {
