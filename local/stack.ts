@@ -10,6 +10,7 @@ import {
   substituteDefinition,
   type DefinitionPlaceholder,
 } from '../shared/workflow/definition.js';
+import { waitingTaskInputSchema } from '../functions/workflow/task-input.js';
 import type { JsonService } from './aws-json.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalEventBridge } from './eventbridge.js';
@@ -180,6 +181,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       invoke,
       dataFile: join(dataDir, 'stepfunctions', 'executions.json'),
       log,
+      onWait: (state, payload) => {
+        // An operator watching the log learns that a run waits on people, and how to decide.
+        const parsed = waitingTaskInputSchema.safeParse(payload);
+        if (!parsed.success || parsed.data.decision.action !== 'await_approval') return;
+        const { runId } = parsed.data;
+        const { approvalId, requiredApprovals, stepId } = parsed.data.decision;
+        log(
+          `run ${runId} waits for approval ${approvalId} (step ${stepId}, ${requiredApprovals} approver(s)); decide: ` +
+            `curl -X POST ${restUrl}/v1/runs/${runId}/approvals/${approvalId} -H "authorization: Bearer $APPROVER" ` +
+            `-H 'content-type: application/json' -d '{"decision": "approve"}'`,
+        );
+      },
     });
     const services: JsonService[] = [
       await startLocalSecrets({

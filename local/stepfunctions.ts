@@ -10,6 +10,7 @@ import {
 } from 'aws-local-stepfunctions';
 import { z } from 'zod';
 import { AwsServiceError, type JsonService, optionalString, requireString, startJsonService } from './aws-json.js';
+import { ExecutionHistory } from './execution-history.js';
 
 /** Invokes a Lambda function in-process by its name or ARN and returns its result. */
 export type LambdaInvoker = (functionName: string, payload: unknown) => Promise<unknown>;
@@ -23,6 +24,8 @@ export interface LocalStepFunctionsOptions {
   /** Where executions are kept across restarts; omitted keeps them in memory only. */
   readonly dataFile?: string;
   readonly log?: (line: string) => void;
+  /** Told of each `.waitForTaskToken` task as it starts, with its state name and payload. */
+  readonly onWait?: (state: string, payload: unknown) => void;
 }
 
 const executionStatus = z.enum(['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED']);
@@ -92,6 +95,8 @@ export class LocalStepFunctions {
   private readonly executions = new Map<string, ExecutionRecord>();
   private readonly live = new Map<string, Live>();
   private readonly waiters = new Map<string, Waiter>();
+  /** Histories of the executions run since this endpoint started (not kept across restarts). */
+  private readonly histories = new Map<string, ExecutionHistory>();
   private service?: JsonService;
   private stopped = false;
   readonly counters: StepFunctionsCounters = { stateTransitions: 0, requests: {} };
@@ -131,6 +136,8 @@ export class LocalStepFunctions {
       SendTaskFailure: (input: Record<string, unknown>) => this.sendTaskFailure(input),
       SendTaskHeartbeat: (input: Record<string, unknown>) => this.waiter(requireString(input, 'taskToken')).beat(),
       DescribeStateMachine: (input: Record<string, unknown>) => this.describeStateMachine(input),
+      ListStateMachines: () => this.listStateMachines(),
+      GetExecutionHistory: (input: Record<string, unknown>) => this.history(input),
     };
     this.service = await startJsonService({
       port: this.options.port,
@@ -204,7 +211,10 @@ export class LocalStepFunctions {
     const handlers: TaskHandlers = Object.fromEntries(
       Object.entries(this.states)
         .filter(([, state]) => state.Type === 'Task')
-        .map(([stateName, state]) => [stateName, (taskInput: unknown) => this.task(record, live, state, taskInput)]),
+        .map(([stateName, state]) => [
+          stateName,
+          (taskInput: unknown) => this.task(record, live, stateName, state, taskInput),
+        ]),
     );
     const execution = this.machine.run(JSON.parse(record.input), {
       overrides: { taskResourceLocalHandlers: handlers },
@@ -212,11 +222,26 @@ export class LocalStepFunctions {
     });
     live.abort = execution.abort;
     this.live.set(record.executionArn, live);
-    void (async () => {
-      for await (const event of execution.eventLogs)
+    const history = new ExecutionHistory();
+    this.histories.set(record.executionArn, history);
+    const drained = (async () => {
+      for await (const event of execution.eventLogs) {
         if (event.type === 'StateEntered') this.counters.stateTransitions++;
+        history.record(event);
+      }
     })().catch(() => undefined);
-    execution.result.then(
+    // The history holds the last event before DescribeExecution reports the end.
+    const settled = execution.result.then(
+      async (output) => {
+        await Promise.race([drained, new Promise((r) => setTimeout(r, 500))]);
+        return output;
+      },
+      async (error: unknown) => {
+        await Promise.race([drained, new Promise((r) => setTimeout(r, 500))]);
+        throw error;
+      },
+    );
+    settled.then(
       (output) => this.finish(record, { status: 'SUCCEEDED', output: JSON.stringify(output ?? null) }),
       (error: unknown) => {
         if (error instanceof ExecutionAbortedError) return; // StopExecution already recorded it, or we are stopping.
@@ -236,15 +261,15 @@ export class LocalStepFunctions {
     if (this.stopped || record.status !== 'RUNNING') return;
     Object.assign(record, outcome, { stopDate: nowSeconds() });
     this.persist();
-    this.options.log?.(
-      `step functions: execution ${record.name} ${record.status}${record.error ? ` (${record.error})` : ''}`,
-    );
+    const why = record.error ? ` (${record.error}${record.cause ? `: ${record.cause}` : ''})` : '';
+    this.options.log?.(`step functions: execution ${record.name} ${record.status}${why}`);
   }
 
   /** One Task state: invoke the Lambda function; for `.waitForTaskToken`, then wait for the callback. */
   private async task(
     record: ExecutionRecord,
     live: Live,
+    stateName: string,
     state: TaskStateShape,
     taskInput: unknown,
   ): Promise<JsonValue> {
@@ -273,6 +298,7 @@ export class LocalStepFunctions {
       settle: (outcome) => ('output' in outcome ? resolve(outcome.output as JsonValue) : reject(outcome.error)),
     });
     beat();
+    this.options.onWait?.(stateName, parameters.Payload);
     try {
       // Registered before the invocation: a callback may arrive before the function returns.
       await this.invoke(parameters.FunctionName, parameters.Payload);
@@ -370,6 +396,30 @@ export class LocalStepFunctions {
       })),
       nextToken: offset + max < all.length ? String(offset + max) : undefined,
     };
+  }
+
+  private listStateMachines() {
+    return {
+      stateMachines: [
+        {
+          stateMachineArn: this.options.stateMachineArn,
+          name: this.stateMachineName(),
+          type: 'STANDARD',
+          creationDate: 0,
+        },
+      ],
+    };
+  }
+
+  private history(input: Record<string, unknown>) {
+    const record = this.record(requireString(input, 'executionArn'));
+    const history = this.histories.get(record.executionArn) ?? new ExecutionHistory();
+    return history.page({
+      reverseOrder: input.reverseOrder === true,
+      maxResults: typeof input.maxResults === 'number' ? input.maxResults : undefined,
+      nextToken: optionalString(input, 'nextToken'),
+      includeExecutionData: input.includeExecutionData !== false,
+    });
   }
 
   private describeStateMachine(input: Record<string, unknown>) {

@@ -9,12 +9,23 @@ const deps = planDeps();
 if (deps.policy instanceof Error)
   logger.error('every step will be denied until the policy is fixed', { error: deps.policy.message });
 const planNext = makePlanNext(deps);
-const inputSchema = z.object({ runId: z.string().min(1), tenantId: z.string().min(1) });
+const inputSchema = z.object({
+  runId: z.string().min(1),
+  tenantId: z.string().min(1),
+  /** Faults of the waiting tasks in a row, counted by the state machine. */
+  faults: z
+    .object({
+      count: z.number().int().min(0),
+      last: z.object({ Error: z.string().optional(), Cause: z.string().optional() }).optional(),
+    })
+    .optional(),
+});
 
 /** The interpreter's Plan task: the next action for the run, as the Route state reads it. */
 export const handler = async (event: unknown): Promise<PlanDecision> => {
-  const { runId } = inputSchema.parse(event);
-  const decision = await planNext(runId);
+  const { runId, faults } = inputSchema.parse(event);
+  if (faults?.last) logger.warn('a waiting task failed', { runId, faults: faults.count, error: faults.last.Error });
+  const decision = await planNext(runId, faults);
   logger.info('planned', { runId, decision });
   return decision;
 };

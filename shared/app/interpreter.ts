@@ -4,7 +4,7 @@ import { autoApprove, dueTransition, isOpen, requestApproval } from '../domain/a
 import { makeApplyDue } from './approval-timer.js';
 import type { Json } from '../domain/canonical.js';
 import { durationMs } from '../domain/duration.js';
-import type { Approval, Run, StepExecution } from '../domain/entities.js';
+import type { Approval, ErrorInfo, Run, StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
 import type { StepCommand } from '../domain/messages.js';
 import { plan, type PlanDecision } from '../domain/planner.js';
@@ -16,10 +16,22 @@ import { substitute } from '../domain/template.js';
 import type { ApprovalAlerts, Clock, RunbookStore } from './ports.js';
 import { runbookOf } from './runs.js';
 import { draft } from './drafts.js';
+import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
+
+/** A command the queue refused for good: sending it again cannot succeed. */
+export interface RejectedCommand {
+  readonly executionId: string;
+  readonly code: string;
+  readonly message: string;
+}
 
 /** Sends step commands to a sandbox profile's queue. */
 export interface CommandQueue {
-  send(profile: SandboxProfileName, commands: readonly StepCommand[]): Promise<void>;
+  /**
+   * Resolves the commands the queue refused for good (too large, contents it cannot carry);
+   * throws when the queue stays unavailable, so the interpreter tries again after a back-off.
+   */
+  send(profile: SandboxProfileName, commands: readonly StepCommand[]): Promise<readonly RejectedCommand[]>;
 }
 
 /** Resumes a waiting interpreter task. */
@@ -39,6 +51,8 @@ export interface InterpreterDeps {
 /** What Plan needs besides: the policy every first dispatch goes through, and the run's gates. */
 export interface PlanDeps extends InterpreterDeps {
   readonly approvals: ApprovalStore;
+  /** Resumes the Dispatch task of a step whose unsent executions a cancel ends. */
+  readonly callbacks: TaskCallbacks;
   /** The deployment's policy, or the error it failed to load with (every step is then denied). */
   readonly policy: PolicyDocument | Error;
   /** Posts approval requests and escalations; never throws. */
@@ -87,10 +101,15 @@ function transitionFor(run: Run, decision: PlanDecision, now: string): { status:
 export function makePlanNext(deps: PlanDeps) {
   const applyDue = makeApplyDue(deps);
 
-  return async function planNext(runId: string): Promise<PlanDecision> {
+  return async function planNext(runId: string, faults?: TaskFaults): Promise<PlanDecision> {
     let decision: PlanDecision | undefined;
     const loaded = await deps.runs.load(runId);
     if (!loaded) throw new Error(`run ${runId} does not exist`);
+    if (!runStateMachine.isTerminal(loaded.run.status)) {
+      // Cancel wins over anything in flight that no worker holds yet.
+      if (loaded.run.cancelRequested) await endUnsent(deps, runId, () => CANCELLED_UNSENT);
+      if ((faults?.count ?? 0) >= MAX_TASK_FAULTS) return failForFaults(deps, runId, faults);
+    }
     const runbook = await runbookOf(deps.runbooks, loaded.run);
     // Each pass reads the run and its executions afresh and commits only against that same state.
     for (let attempt = 0; attempt < 10; attempt++) {
@@ -189,6 +208,41 @@ export function makePlanNext(deps: PlanDeps) {
     }
     throw new Error(`could not plan run ${runId}: it keeps changing`);
   };
+}
+
+/** Faults of the interpreter's waiting tasks in a row (the state machine counts them). */
+export interface TaskFaults {
+  readonly count: number;
+  readonly last?: { readonly Error?: string; readonly Cause?: string };
+}
+
+/** Faults in a row after which Plan fails the run instead of trying again (about a minute of back-off). */
+export const MAX_TASK_FAULTS = 6;
+
+/**
+ * Ends a run whose waiting tasks keep failing without progress (a fault dispatch cannot turn into
+ * a step failure), so the interpreter never loops: unsent executions fail and the run fails with
+ * DISPATCH_LOOP and the last fault, in the same transaction as `run.failed`.
+ */
+async function failForFaults(deps: PlanDeps, runId: string, faults: TaskFaults | undefined): Promise<PlanDecision> {
+  const last = faults?.last;
+  const detail = last ? `${last.Error ?? 'Error'}: ${last.Cause ?? ''}`.slice(0, 500) : 'unknown';
+  const error = {
+    code: 'DISPATCH_LOOP',
+    message: `the interpreter's tasks failed ${faults?.count ?? 0} times in a row without progress; last: ${detail}`,
+  };
+  await endUnsent(deps, runId, () => ({ status: 'failed', error: { ...error, retryable: false } }));
+  const now = deps.clock.now().toISOString();
+  const result = await deps.runs.mutate(runId, ({ run }) => {
+    if (runStateMachine.isTerminal(run.status)) return undefined;
+    runStateMachine.transition(run.status, 'failed');
+    return {
+      run: { status: 'failed', error, endedAt: now, updatedAt: now },
+      events: [draft('run.failed', now, { error })],
+    };
+  });
+  const ended = result?.record.run ?? (await deps.runs.load(runId))?.run;
+  return ended ? terminalDecision(ended) : { action: 'fail', error, rolledBack: [] };
 }
 
 /** `backend.action` of a step, for people reading an approval. */
@@ -362,6 +416,12 @@ export function makeDispatch(deps: DispatchDeps) {
     const now = deps.clock.now().toISOString();
 
     const existing = await deps.runs.aggregate(runId, kind, step.id, attempt);
+    const cancelled = record.run.cancelRequested;
+    // Cancelled before this attempt was written: nothing to send, Plan ends the run.
+    if (!existing && cancelled) {
+      await deps.callbacks.succeed(taskToken, { stepId: step.id, kind, attempt, cancelled: true });
+      return;
+    }
     if (!existing) {
       const targets = targetsOf(step);
       const executions: StepExecution[] = targets.map((targetId) => ({
@@ -487,16 +547,40 @@ export function makeDispatch(deps: DispatchDeps) {
       await deps.callbacks.succeed(taskToken, { stepId: step.id, attempt, reattached: true });
       return;
     }
+    const mine = (e: StepExecution) => e.stepId === step.id && e.kind === kind && e.attempt === attempt;
+    // Cancelled since: what no worker holds ends now (resuming this task once nothing is left).
+    if (cancelled) {
+      await endUnsent(deps, runId, (e) => (mine(e) ? CANCELLED_UNSENT : undefined));
+      return;
+    }
     const executions = (await deps.runs.executions(runId)).filter(
-      (e) =>
-        e.stepId === step.id &&
-        e.kind === kind &&
-        e.attempt === attempt &&
-        ['pending', 'leased', 'running'].includes(e.status),
+      (e) => mine(e) && ['pending', 'leased', 'running'].includes(e.status),
     );
-    await deps.queue.send(
-      runbook.sandbox_profile,
-      executions.map((e) => commandFor(runbook, record.run, step, e)),
-    );
+    const failures = new Map<string, ErrorInfo>();
+    const commands: StepCommand[] = [];
+    for (const e of executions) {
+      try {
+        commands.push(commandFor(runbook, record.run, step, e));
+      } catch (error) {
+        failures.set(e.executionId, {
+          code: 'PARAMS_INVALID',
+          message: `the step's params could not be rendered: ${(error as Error).message}`,
+          retryable: false,
+        });
+      }
+    }
+    const rejected = commands.length > 0 ? await deps.queue.send(runbook.sandbox_profile, commands) : [];
+    for (const r of rejected)
+      failures.set(r.executionId, {
+        code: 'COMMAND_REJECTED',
+        message: `the queue refused the step's command (${r.code}): ${r.message}`,
+        retryable: false,
+      });
+    if (failures.size === 0) return;
+    // A command no queue can carry fails its execution for good; sending it again cannot help.
+    await endUnsent(deps, runId, (e) => {
+      const error = failures.get(e.executionId);
+      return error && { status: 'failed', error };
+    });
   };
 }

@@ -19,6 +19,8 @@ import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachin
 import { requireRole } from './authorize.js';
 import type { Clock, Page, RunbookStore } from './ports.js';
 import type { TaskCallbacks } from './interpreter.js';
+import { runErrorView, waitingForView } from './run-reasons.js';
+import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 import { wakeAll } from './waits.js';
 
 /** Starts the interpreter for a run; the execution name is the run id, so a retry cannot start it twice. */
@@ -241,10 +243,15 @@ export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'> & { approval
       deps.runs.executions(runId),
       deps.approvals.list(runId),
     ]);
+    const steps = stepViews(runbook, record.run, executions);
+    const error = runErrorView(record.run, steps);
+    const waitingFor = waitingForView(record.run, approvals);
     return {
       ...record.run,
+      ...(error && { error }),
+      ...(waitingFor && { waitingFor }),
       lastEventSeq: record.head.seq,
-      steps: stepViews(runbook, record.run, executions),
+      steps,
       // Every gate, every round, with its decisions.
       approvals,
       attempts: executions
@@ -308,6 +315,8 @@ export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'
             ],
           },
     );
+    // Nothing a worker has not taken yet will run; a Dispatch task left with nothing resumes.
+    if (!ended((result?.record.run ?? record.run).status)) await endUnsent(deps, runId, () => CANCELLED_UNSENT);
     // A run waiting on a gate or an operator hears of it now, not at the wait's timeout.
     await wakeAll(deps, runId, { cancelRequested: true });
     return { runId, status: (result?.record.run ?? record.run).status, cancelRequested: true };

@@ -44,7 +44,8 @@ export const stepExecutionStatusSchema = z.enum(STEP_EXECUTION_STATUSES);
 export type StepExecutionStatus = z.infer<typeof stepExecutionStatusSchema>;
 
 export const stepExecutionStateMachine = defineStateMachine<StepExecutionStatus>('step execution', {
-  pending: ['leased', 'cancelled'],
+  // A command no queue can carry fails its execution before any worker sees it.
+  pending: ['leased', 'failed', 'cancelled'],
   leased: ['running', 'succeeded', 'failed', 'expired', 'cancelled'],
   running: ['succeeded', 'failed', 'timed_out', 'expired', 'cancelled'],
   succeeded: [],

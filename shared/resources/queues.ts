@@ -15,3 +15,11 @@ export const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 3600;
 export const STEP_QUEUE_RETENTION_SECONDS = 4 * 24 * 3600;
 /** Long polling on every receive. */
 export const RECEIVE_WAIT_SECONDS = 20;
+/**
+ * The largest step command Capstan sends (bytes of the encoded body). SQS takes up to 1 MiB
+ * since 2025, but a queue's own MaximumMessageSize may be lower (256 KiB was the default), so
+ * a command past this is refused before it is sent, the same in AWS and locally.
+ */
+export const MAX_COMMAND_BYTES = 256 * 1024;
+/** The most bytes one SendMessageBatch request may carry. */
+export const MAX_BATCH_BYTES = 1024 * 1024;

@@ -20,6 +20,8 @@ let webhook: Server;
 const posted: string[] = [];
 const log: string[] = [];
 const SLA_SECONDS = 2;
+/** The stack's log, for a test whose own `log` is the run's events. */
+const stackLog = () => log;
 
 beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), 'capstan-approvals-'));
@@ -117,6 +119,17 @@ describe('approvals', () => {
     const first = await decide(runId, approvalId, 'approver', 'approve');
     expect(first).toMatchObject({ status: 200, body: { counted: true } });
     expect(first.body.resolved).toBeUndefined();
+    // The run detail and the stack's log say what the run waits for, and how to decide it.
+    const half = await status(runId, ['waiting_for_approval']);
+    expect(half.waitingFor).toMatchObject({
+      kind: 'approval',
+      approvalId,
+      stepId: 'rotate',
+      requiredApprovals: 2,
+      approvals: 1,
+      decisions: [expect.objectContaining({ approver: 'adam.approver', decision: 'approve' })],
+    });
+    expect(stackLog().some((line) => line.includes(`run ${runId} waits for approval ${approvalId}`))).toBe(true);
     const again = await decide(runId, approvalId, 'approver', 'approve');
     expect(again).toMatchObject({ status: 200, body: { counted: false } });
     expect((await api('GET', `/runs/${runId}`, 'operator')).body.status).toBe('waiting_for_approval');
@@ -171,6 +184,12 @@ describe('approvals', () => {
     const paused = await status(runId, ['paused']);
     expect(paused.error).toMatchObject({ code: 'APPROVAL_REJECTED' });
     expect(String(paused.pausedReason)).toContain('not during the freeze');
+    expect(paused.waitingFor).toMatchObject({
+      kind: 'operator',
+      reason: expect.stringContaining('not during the freeze'),
+      rejected: { approvalId, decisions: [expect.objectContaining({ decision: 'reject' })] },
+      directives: ['retry', 'rollback', 'cancel'],
+    });
     expect((await api('POST', `/runs/${runId}/resume`, 'viewer', { directive: 'rollback' })).status).toBe(401);
     expect((await api('POST', `/runs/${runId}/resume`, 'approver', { directive: 'rollback' })).status).toBe(403);
     expect((await api('POST', `/runs/${runId}/resume`, 'operator', { directive: 'sideways' })).status).toBe(400);

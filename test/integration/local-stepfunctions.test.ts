@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import {
   DescribeExecutionCommand,
   ExecutionAlreadyExists,
+  GetExecutionHistoryCommand,
   ListExecutionsCommand,
+  ListStateMachinesCommand,
   SendTaskFailureCommand,
   SendTaskHeartbeatCommand,
   SendTaskSuccessCommand,
@@ -39,6 +41,8 @@ function definition(patch?: (asl: { States: Record<string, Record<string, unknow
   return JSON.stringify(asl);
 }
 
+const FAIL = { action: 'fail', error: { code: 'STEP_FAILED', message: "step 'a' failed: exit 1" }, rolledBack: [] };
+
 interface Invocation {
   readonly functionName: string;
   readonly payload: Record<string, unknown>;
@@ -51,7 +55,7 @@ function harness(decisions: Array<Record<string, unknown>>) {
   const invoke = async (functionName: string, payload: unknown) => {
     const p = payload as Record<string, unknown>;
     invocations.push({ functionName, payload: p });
-    if (functionName === 'plan') return decisions.shift() ?? { action: 'fail' };
+    if (functionName === 'plan') return decisions.shift() ?? FAIL;
     waiting.shift()?.(p);
     return null;
   };
@@ -118,7 +122,8 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
     await client.send(new SendTaskHeartbeatCommand({ taskToken: String(payload.taskToken) }));
     await client.send(new SendTaskSuccessCommand({ taskToken: String(payload.taskToken), output: '{"done":1}' }));
     const done = await waitForStatus(client, executionArn!, 'SUCCEEDED');
-    expect(JSON.parse(done.output ?? '{}')).toMatchObject({ runId: 'r1', dispatched: { done: 1 } });
+    // A completed dispatch resets the count of faults in a row.
+    expect(JSON.parse(done.output ?? '{}')).toMatchObject({ runId: 'r1', faults: { count: 0 } });
     expect(h.invocations.map((i) => i.functionName)).toEqual(['plan', 'dispatch', 'plan']);
     // A used token is gone.
     await expect(
@@ -126,8 +131,8 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
     ).rejects.toBeInstanceOf(TaskDoesNotExist);
   });
 
-  it('routes SendTaskFailure through Catch back to Plan with the error', async () => {
-    const h = harness([{ action: 'dispatch' }, { action: 'fail' }]);
+  it('routes SendTaskFailure through Catch and a back-off back to Plan, and fails with the run error as cause', async () => {
+    const h = harness([{ action: 'dispatch' }, FAIL]);
     const { client } = await start({ invoke: h.invoke });
     const dispatched = h.nextWait();
     const { executionArn } = await client.send(
@@ -143,7 +148,13 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
     );
     const failed = await waitForStatus(client, executionArn!, 'FAILED');
     expect(failed.error).toBe('Capstan.RunFailed');
+    expect(failed.cause).toBe("STEP_FAILED: step 'a' failed: exit 1");
     expect(h.invocations.map((i) => i.functionName)).toEqual(['plan', 'dispatch', 'plan']);
+    expect(h.invocations[2]?.payload.faults).toEqual({
+      count: 1,
+      waitSeconds: 1,
+      last: { Error: 'Capstan.StepFailed', Cause: 'exit 1' },
+    });
   });
 
   it('fails a waiting task whose heartbeat lapses with States.HeartbeatTimeout, caught back to Plan', async () => {
@@ -160,8 +171,9 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
         if (name !== 'plan') return null;
         plans++;
         if (plans === 1) return { action: 'dispatch' };
-        errors.push((payload as { waitError?: unknown }).waitError);
-        return { action: 'fail' };
+        // A lapsed wait is not a fault: a long step re-attaches without counting towards the bound.
+        errors.push([(payload as { waitError?: unknown }).waitError, (payload as { faults?: unknown }).faults]);
+        return FAIL;
       },
     });
     const { executionArn } = await client.send(
@@ -171,7 +183,12 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
       }),
     );
     await waitForStatus(client, executionArn!, 'FAILED');
-    expect(errors).toEqual([{ Error: 'States.HeartbeatTimeout', Cause: expect.stringContaining('heartbeat') }]);
+    expect(errors).toEqual([
+      [
+        { Error: 'States.HeartbeatTimeout', Cause: expect.stringContaining('heartbeat') },
+        { count: 0, waitSeconds: 1 },
+      ],
+    ]);
   });
 
   it('stops an execution with StopExecution and refuses a reused name with other input', async () => {
@@ -223,4 +240,89 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
     expect(second.invocations.map((i) => i.functionName)).toEqual(['plan']);
     expect(two.sfn.counters.stateTransitions).toBeGreaterThanOrEqual(3);
   });
+
+  it('ends a cancelled run in a Fail state, not SUCCEEDED', async () => {
+    const h = harness([{ action: 'cancelled' }]);
+    const { client } = await start({ invoke: h.invoke });
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({ stateMachineArn: ARN, input: JSON.stringify({ runId: 'r7', tenantId: 't' }) }),
+    );
+    const done = await waitForStatus(client, executionArn!, 'FAILED');
+    expect(done.error).toBe('Capstan.RunCancelled');
+    expect(done.cause).toMatch(/cancelled/);
+  });
+
+  it('counts faults of waiting tasks in a row, resets them on a completed dispatch, and backs off between them', async () => {
+    const seen: unknown[] = [];
+    let dispatches = 0;
+    // Without the back-off the loop would spin; here the waits are made zero to count quickly.
+    const text = definition((asl) => {
+      const parameters = asl.States.CountFault!.Parameters as Record<string, string>;
+      parameters['waitSeconds.$'] = 'States.ArrayGetItem(States.Array(0, 0, 0, 0, 0, 0, 0, 0, 0, 0), $.faults.count)';
+    });
+    let resumeFirst: (token: string) => void = () => undefined;
+    const firstToken = new Promise<string>((resolve) => (resumeFirst = resolve));
+    const { client } = await start({
+      text,
+      invoke: async (name, payload) => {
+        const p = payload as { faults?: { count: number }; taskToken?: string };
+        if (name === 'plan') {
+          seen.push(p.faults?.count);
+          return (p.faults?.count ?? 0) >= 3 ? FAIL : { action: 'dispatch' };
+        }
+        dispatches++;
+        if (dispatches === 2) return resumeFirst(String(p.taskToken));
+        throw new Error('the queue is down');
+      },
+    });
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({ stateMachineArn: ARN, input: JSON.stringify({ runId: 'r8', tenantId: 't' }) }),
+    );
+    // A fault, then a completed dispatch: the count starts again from zero.
+    await client.send(new SendTaskSuccessCommand({ taskToken: await firstToken, output: '{}' }));
+    const done = await waitForStatus(client, executionArn!, 'FAILED');
+    expect(seen).toEqual([0, 1, 0, 1, 2, 3]);
+    expect(done.error).toBe('Capstan.RunFailed');
+  });
+
+  it('answers GetExecutionHistory with numbered events and ListStateMachines', async () => {
+    let plans = 0;
+    const { client } = await start({
+      invoke: async (name) => {
+        if (name !== 'plan') throw new Error('the queue is down');
+        plans++;
+        return plans < 3 ? { action: 'dispatch' } : FAIL;
+      },
+    });
+    const machines = await client.send(new ListStateMachinesCommand({}));
+    expect(machines.stateMachines).toEqual([
+      expect.objectContaining({ stateMachineArn: ARN, name: 'test-run-interpreter', type: 'STANDARD' }),
+    ]);
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({ stateMachineArn: ARN, input: JSON.stringify({ runId: 'r9', tenantId: 't' }) }),
+    );
+    await waitForStatus(client, executionArn!, 'FAILED');
+    const { events = [] } = await client.send(new GetExecutionHistoryCommand({ executionArn }));
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
+    expect(events.map((e) => e.previousEventId)).toEqual(events.map((_, i) => i));
+    expect(events.every((e) => e.timestamp instanceof Date)).toBe(true);
+    expect(events[0]?.type).toBe('ExecutionStarted');
+    expect(events.at(-1)).toMatchObject({
+      type: 'ExecutionFailed',
+      executionFailedEventDetails: { error: 'Capstan.RunFailed', cause: "STEP_FAILED: step 'a' failed: exit 1" },
+    });
+    expect(events.filter((e) => e.type === 'TaskFailed')).toHaveLength(2);
+    // Each fault waits longer than the one before.
+    const waits = events
+      .filter((e) => e.type === 'WaitStateEntered')
+      .map(
+        (e) => (JSON.parse(e.stateEnteredEventDetails?.input ?? '{}') as { faults: { waitSeconds: number } }).faults,
+      );
+    expect(waits.map((w) => w.waitSeconds)).toEqual([1, 2]);
+    const newest = await client.send(
+      new GetExecutionHistoryCommand({ executionArn, reverseOrder: true, maxResults: 1 }),
+    );
+    expect(newest.events?.map((e) => e.type)).toEqual(['ExecutionFailed']);
+    expect(newest.nextToken).toBeDefined();
+  }, 15_000);
 });

@@ -92,14 +92,14 @@ beforeAll(async () => {
     approvals,
     clock,
     callbacks,
-    queue: { send: async () => undefined },
+    queue: { send: async () => [] },
   });
   dispatch = async (runId, stepId, attempt = 1) => {
     const token = `token-${runId}-${attempt}`;
     await dispatchStep(runId, { action: 'dispatch', stepId, kind: 'step', attempt }, token);
     return token;
   };
-  planNext = makePlanNext({ runbooks, runs, approvals, clock, policy: DEFAULT_POLICY });
+  planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
   reconcile = makeReconcile({
     runs,
     approvals,

@@ -581,6 +581,30 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
     },
 
     /**
+     * Counts `count` executions that ended before reaching a worker (failed or cancelled) into
+     * their step's aggregate; `total` guards against counting past the step's targets.
+     */
+    countUnsent(
+      runId: string,
+      kind: string,
+      stepId: string,
+      attempt: number,
+      count: number,
+      total: number,
+    ): TransactItem {
+      return {
+        Update: {
+          TableName: state,
+          Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
+          UpdateExpression: 'ADD #done :n, #failed :n',
+          ConditionExpression: 'attribute_exists(pk) AND #done <= :max',
+          ExpressionAttributeNames: { '#done': 'done', '#failed': 'failed' },
+          ExpressionAttributeValues: { ':n': count, ':max': total - count },
+        },
+      };
+    },
+
+    /**
      * Marks an aggregate complete if every target is done and nobody marked it first. Exactly one
      * caller gets the aggregate back, with the task token to resume.
      */

@@ -1,8 +1,10 @@
-import { GetQueueUrlCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { CommandQueue } from '../../app/interpreter.js';
+import { GetQueueUrlCommand, SendMessageBatchCommand, type SQSClient, SQSServiceException } from '@aws-sdk/client-sqs';
+import type { CommandQueue, RejectedCommand } from '../../app/interpreter.js';
 import type { StepCommand } from '../../domain/messages.js';
 import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
-import { stepQueueName } from '../../resources/queues.js';
+import { MAX_BATCH_BYTES, MAX_COMMAND_BYTES, stepQueueName } from '../../resources/queues.js';
+import { TransientQueueError } from '../../app/dispatch-errors.js';
+import { queueSafeJson } from './message-body.js';
 
 /** Resolves a queue's URL once per process. */
 export function makeQueueUrls(client: SQSClient) {
@@ -21,23 +23,135 @@ export function makeQueueUrls(client: SQSClient) {
   };
 }
 
-/** Step commands to the profile's queue, ten per SendMessageBatch; a partial failure is an error. */
-export function makeSqsCommandQueue(client: SQSClient, prefix: string): CommandQueue {
+export interface SqsCommandQueueOptions {
+  /** Sends of entries the queue failed on its side (after the SDK's own retries). @default 4 */
+  readonly attempts?: number;
+  /** First back-off between those sends, doubled each time, with full jitter. @default 200 */
+  readonly backoffMs?: number;
+}
+
+interface Entry {
+  readonly executionId: string;
+  readonly body: string;
+}
+
+/** Whether an SDK error may pass if the same request is sent again (throttling, 5xx, network). */
+function transient(error: unknown): boolean {
+  if (!(error instanceof SQSServiceException)) return true;
+  return error.$fault === 'server' || error.$retryable !== undefined || /Throttl|RequestThrottled/.test(error.name);
+}
+
+/** Groups entries into batches of at most ten and `MAX_BATCH_BYTES`. */
+function batches(entries: readonly Entry[]): Entry[][] {
+  const out: Entry[][] = [];
+  let current: Entry[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    const size = Buffer.byteLength(entry.body);
+    if (current.length === 10 || (current.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(entry);
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/**
+ * Step commands to the profile's queue with SendMessageBatch. A command the queue can never take
+ * (too large, refused contents, any sender fault) is resolved as rejected, not thrown, so the
+ * dispatcher fails its step instead of trying again; entries the queue failed on its side are
+ * sent again with back-off, and a queue that stays unavailable is a `TransientQueueError`.
+ */
+export function makeSqsCommandQueue(
+  client: SQSClient,
+  prefix: string,
+  options: SqsCommandQueueOptions = {},
+): CommandQueue {
   const urlOf = makeQueueUrls(client);
+  const attempts = options.attempts ?? 4;
+  const backoffMs = options.backoffMs ?? 200;
+
+  /** Sends one batch; resolves what it rejected for good and what may pass on another try. */
+  async function sendBatch(
+    QueueUrl: string,
+    batch: readonly Entry[],
+  ): Promise<{ rejected: RejectedCommand[]; retry: Entry[]; cause?: string }> {
+    try {
+      const { Failed = [] } = await client.send(
+        new SendMessageBatchCommand({
+          QueueUrl,
+          Entries: batch.map((entry, j) => ({ Id: String(j), MessageBody: entry.body })),
+        }),
+      );
+      const rejected: RejectedCommand[] = [];
+      const retry: Entry[] = [];
+      for (const failure of Failed) {
+        const entry = batch[Number(failure.Id)];
+        if (!entry) continue;
+        if (failure.SenderFault === false) retry.push(entry);
+        else
+          rejected.push({
+            executionId: entry.executionId,
+            code: failure.Code ?? 'QUEUE_REJECTED',
+            message: failure.Message ?? 'the queue refused the command',
+          });
+      }
+      const cause = Failed.find((f) => f.SenderFault === false)?.Message;
+      return { rejected, retry, ...(cause !== undefined && { cause }) };
+    } catch (error) {
+      if (transient(error)) return { rejected: [], retry: [...batch], cause: (error as Error).message };
+      // The request as a whole was refused: find the entries at fault by sending them one by one.
+      if (batch.length > 1) {
+        const parts = await Promise.all(batch.map((entry) => sendBatch(QueueUrl, [entry])));
+        return {
+          rejected: parts.flatMap((p) => p.rejected),
+          retry: parts.flatMap((p) => p.retry),
+          cause: parts.find((p) => p.cause !== undefined)?.cause,
+        };
+      }
+      const [entry] = batch;
+      const failure = error as SQSServiceException;
+      return {
+        rejected: entry ? [{ executionId: entry.executionId, code: failure.name, message: failure.message }] : [],
+        retry: [],
+      };
+    }
+  }
+
   return {
     async send(profile: SandboxProfileName, commands: readonly StepCommand[]) {
-      const QueueUrl = await urlOf(stepQueueName(prefix, profile));
-      for (let i = 0; i < commands.length; i += 10) {
-        const batch = commands.slice(i, i + 10);
-        const { Failed = [] } = await client.send(
-          new SendMessageBatchCommand({
-            QueueUrl,
-            Entries: batch.map((command, j) => ({ Id: String(j), MessageBody: JSON.stringify(command) })),
-          }),
-        );
-        if (Failed.length > 0)
-          throw new Error(`${Failed.length} command(s) not queued: ${Failed.map((f) => f.Message).join('; ')}`);
+      const rejected: RejectedCommand[] = [];
+      let pending: Entry[] = [];
+      for (const command of commands) {
+        const body = queueSafeJson(command);
+        const bytes = Buffer.byteLength(body);
+        if (bytes > MAX_COMMAND_BYTES)
+          rejected.push({
+            executionId: command.executionId,
+            code: 'MESSAGE_TOO_LARGE',
+            message: `the command is ${bytes} bytes; a queue message may carry at most ${MAX_COMMAND_BYTES}`,
+          });
+        else pending.push({ executionId: command.executionId, body });
       }
+      if (pending.length === 0) return rejected;
+      const QueueUrl = await urlOf(stepQueueName(prefix, profile));
+      let cause: string | undefined;
+      for (let attempt = 0; pending.length > 0; attempt++) {
+        if (attempt >= attempts)
+          throw new TransientQueueError(
+            `${pending.length} command(s) not queued after ${attempts} attempts: ${cause ?? 'unknown'}`,
+          );
+        if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * backoffMs * 2 ** (attempt - 1)));
+        const results = await Promise.all(batches(pending).map((batch) => sendBatch(QueueUrl, batch)));
+        rejected.push(...results.flatMap((r) => r.rejected));
+        pending = results.flatMap((r) => r.retry);
+        cause = results.find((r) => r.cause !== undefined)?.cause ?? cause;
+      }
+      return rejected;
     },
   };
 }

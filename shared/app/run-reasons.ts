@@ -1,0 +1,90 @@
+import type { Approval, ErrorInfo, Run } from '../domain/entities.js';
+import { isOpen } from '../domain/approvals.js';
+import type { StepView } from './runs.js';
+
+/** Why a run failed, for the run detail: the stored error and the step it is about. */
+export interface RunErrorView {
+  readonly code: string;
+  readonly message: string;
+  readonly stepId?: string;
+}
+
+/** What a run that is not moving waits for, for the run detail. */
+export type WaitingFor =
+  | {
+      readonly kind: 'approval';
+      readonly approvalId: string;
+      readonly stepId: string;
+      readonly proposedAction: string;
+      readonly requiredApprovals: number;
+      readonly approvals: number;
+      readonly decisions: ReadonlyArray<{ approver: string; decision: string; decidedAt: string }>;
+      readonly slaDeadline: string;
+      readonly hardDeadline: string;
+      /** The request that decides it. */
+      readonly decide: string;
+    }
+  | {
+      readonly kind: 'operator';
+      readonly reason: string;
+      readonly stepId?: string;
+      /** The gate whose rejection paused the run, with who decided. */
+      readonly rejected?: { approvalId: string; decisions: ReadonlyArray<{ approver: string; decision: string }> };
+      readonly directives: readonly ['retry', 'rollback', 'cancel'];
+      readonly resume: string;
+    }
+  | { readonly kind: 'throttle'; readonly nextEligibleAt?: string };
+
+/** The error of a failed run, naming the step that failed when one did. */
+export function runErrorView(run: Run, steps: readonly StepView[]): RunErrorView | undefined {
+  if (run.status !== 'failed' || !run.error) return undefined;
+  const failed = steps.find((s) => s.status === 'failed')?.id ?? run.currentStepId;
+  return { code: run.error.code, message: run.error.message, ...(failed !== undefined && { stepId: failed }) };
+}
+
+const latestRound = (approvals: readonly Approval[]) =>
+  approvals.reduce<Approval | undefined>(
+    (last, a) => (last === undefined || a.requestedAt > last.requestedAt ? a : last),
+    undefined,
+  );
+
+/** What a waiting, paused or throttled run waits for; undefined for a run that is moving or ended. */
+export function waitingForView(run: Run, approvals: readonly Approval[]): WaitingFor | undefined {
+  const runPath = `/v1/runs/${run.runId}`;
+  if (run.status === 'waiting_for_approval') {
+    const open = latestRound(approvals.filter((a) => isOpen(a.status)));
+    if (!open) return undefined;
+    return {
+      kind: 'approval',
+      approvalId: open.approvalId,
+      stepId: open.stepId,
+      proposedAction: open.proposedAction,
+      requiredApprovals: open.requiredApprovals,
+      approvals: open.decisions.filter((d) => d.decision === 'approve').length,
+      decisions: open.decisions.map((d) => ({ approver: d.approver, decision: d.decision, decidedAt: d.decidedAt })),
+      slaDeadline: open.slaDeadline,
+      hardDeadline: open.hardDeadline,
+      decide: `POST ${runPath}/approvals/${open.approvalId} {"decision": "approve"|"reject"}`,
+    };
+  }
+  if (run.status === 'paused') {
+    const rejected = latestRound(approvals.filter((a) => a.status === 'rejected'));
+    const error: ErrorInfo | undefined = run.error;
+    return {
+      kind: 'operator',
+      reason: run.pausedReason ?? error?.message ?? 'paused for an operator',
+      ...(run.currentStepId !== undefined && { stepId: run.currentStepId }),
+      ...(rejected && {
+        rejected: {
+          approvalId: rejected.approvalId,
+          decisions: rejected.decisions.map((d) => ({ approver: d.approver, decision: d.decision })),
+        },
+      }),
+      directives: ['retry', 'rollback', 'cancel'],
+      resume: `POST ${runPath}/resume {"directive": "retry"|"rollback"|"cancel"}`,
+    };
+  }
+  if (run.status === 'throttled')
+    return { kind: 'throttle', ...(run.nextEligibleAt !== undefined && { nextEligibleAt: run.nextEligibleAt }) };
+  return undefined;
+}
