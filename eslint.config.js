@@ -90,6 +90,7 @@ export default tseslint.config(
       'shared/app/runs.ts',
       'shared/app/step-results.ts',
       'shared/app/waits.ts',
+      'shared/app/unsent.ts',
     ],
     rules: {
       'no-restricted-imports': restrict(sdk, functionsLayer, {
