@@ -36,6 +36,9 @@ export function isSilent(worker: Pick<Worker, 'status' | 'lastHeartbeatAt'>, now
 export type WorkerScope = { readonly kind: 'fleet' } | { readonly kind: 'none' };
 
 /** The principal's worker scope, given the deployment's platform tenant (none when unset). */
-export function workerScopeOf(principal: { readonly tenantId: string }, platformTenant: string | undefined): WorkerScope {
+export function workerScopeOf(
+  principal: { readonly tenantId: string },
+  platformTenant: string | undefined,
+): WorkerScope {
   return platformTenant !== undefined && principal.tenantId === platformTenant ? { kind: 'fleet' } : { kind: 'none' };
 }
