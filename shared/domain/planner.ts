@@ -88,7 +88,7 @@ export interface PlanInput {
   };
   readonly executions: readonly Pick<
     StepExecution,
-    'stepId' | 'kind' | 'attempt' | 'status' | 'endedAt' | 'error' | 'targetId'
+    'stepId' | 'kind' | 'attempt' | 'status' | 'startedAt' | 'endedAt' | 'error' | 'targetId'
   >[];
   readonly now: Date;
   /**
@@ -167,7 +167,7 @@ function advance(runId: string, step: Step, state: StepState, kind: 'step' | 'ro
  * The run interpreter's brain: from the stored run, its runbook and its step executions, the next
  * action. Steps run in order, each when its condition holds (`on_success`: nothing failed before
  * it; `on_failure`: something did; `always`). A failed step's own rollback runs right after its
- * failure. Under fail-fast the first failure stops the forward path: the rollbacks of the steps
+ * failure, if the step started at all. Under fail-fast the first failure stops the forward path: the rollbacks of the steps
  * that succeeded run newest first, then the later `always` and `on_failure` steps, then the run
  * fails with the first failure's error. Cancel and the run timeout end the run once nothing is in
  * flight. The rules are documented in docs/runbooks.md.
@@ -177,6 +177,10 @@ export function plan(input: PlanInput): PlanDecision {
   const steps = allSteps(runbook).map((s) => s.step);
   const states = steps.map((step) => ({ step, state: stepState(run.runId, step, 'step', executions) }));
   const rollbackState = (step: Step) => stepState(run.runId, step, 'rollback', executions);
+  // Only a step that started on a worker can have half done anything: one refused at dispatch did not.
+  const undoesItself = (step: Step) =>
+    step.rollback !== undefined &&
+    executions.some((e) => e.stepId === step.id && e.kind === 'step' && e.startedAt !== undefined);
   const inFlight = states.find((s) => s.state.kind === 'in_flight');
   // Something is still running: wait for it whatever else is asked (cancel lets it finish).
   if (inFlight) return advance(run.runId, inFlight.step, inFlight.state, 'step', now);
@@ -194,7 +198,7 @@ export function plan(input: PlanInput): PlanDecision {
   // Each rollback runs once, in this order: the failed steps' own, then the succeeded ones', newest first.
   const rollbackOrder = [
     ...states
-      .filter((s) => s.step.rollback && s.state.kind === 'failed')
+      .filter((s) => s.state.kind === 'failed' && undoesItself(s.step))
       .map((s) => s.step)
       .reverse(),
     ...undoable
@@ -219,7 +223,7 @@ export function plan(input: PlanInput): PlanDecision {
       if (state.kind === 'failed') {
         failure ??= step;
         // Undo what the failed step may have half done before anything else runs.
-        if (step.rollback && rollbackState(step).kind === 'not_started')
+        if (undoesItself(step) && rollbackState(step).kind === 'not_started')
           return advance(run.runId, step, rollbackState(step), 'rollback', now);
         if (runbook.strategy === 'fail-fast') break;
         continue;

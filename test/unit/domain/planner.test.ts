@@ -23,6 +23,7 @@ const exec = (stepId: string, status: StepExecution['status'], more: Partial<Exe
   attempt: 1,
   status,
   targetId: 'once',
+  startedAt: status === 'pending' ? undefined : earlier,
   endedAt: status === 'pending' || status === 'running' ? undefined : earlier,
   ...more,
 });
@@ -131,6 +132,12 @@ describe('plan', () => {
     const first = exec('a', 'failed', { error: { code: 'E', message: 'boom', retryable: true } });
     expect(decide(rb, [first])).toEqual({ action: 'dispatch', stepId: 'a', kind: 'step', attempt: 2 });
     expect(decide(rb, [first, exec('a', 'failed', { attempt: 2 })])).toMatchObject({ stepId: 'a', kind: 'rollback' });
+  });
+
+  it('does not roll back a step that never started (refused at dispatch)', () => {
+    const rb = runbook([{ id: 'a', rollback: undo }]);
+    const refused = exec('a', 'failed', { startedAt: undefined, error: { code: 'POLICY_DENIED', message: 'no' } });
+    expect(decide(rb, [refused])).toMatchObject({ action: 'fail', rolledBack: [] });
   });
 
   it('keeps the original error when a rollback fails, and lists the rollback as run', () => {
