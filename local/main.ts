@@ -61,6 +61,7 @@ async function main(): Promise<void> {
   Step Functions   ${e.SFN}
   Secrets Manager  ${e.SECRETS_MANAGER}   secrets in ${home}/secrets.json
   EventBridge      ${e.EVENTBRIDGE}
+  demo service     ${stack.demo.url}   (what the example runbooks call)
   workers          ${counts}   (CAPSTAN_WORKERS=dev-flex=2,... to change)
   tokens           ${home}/local.json${
     stack.resumedExecutions.length > 0 ? `\n  resumed          ${stack.resumedExecutions.length} run(s) in flight` : ''

@@ -19,6 +19,7 @@ import { makeLocalIssuer, type LocalIssuer } from './issuer.js';
 import { invokeLocal } from './lambdas.js';
 import { type LocalQueues, startLocalQueues } from './queues.js';
 import { type MeteredEndpoint, startMeteredEndpoint } from './request-meter.js';
+import { type DemoService, startDemoService } from './demo-service.js';
 import { startLocalSecrets } from './secrets.js';
 import { LocalStepFunctions } from './stepfunctions.js';
 import { StreamMapping } from './streams.js';
@@ -54,6 +55,8 @@ export interface LocalStack {
   readonly workers: WorkerPool;
   readonly stepFunctions: LocalStepFunctions;
   readonly resumedExecutions: readonly string[];
+  /** The service the example runbooks call (health, tickets, webhooks), on the gateway port + 8. */
+  readonly demo: DemoService;
   /** Requests counted at the DynamoDB and SQS endpoints when `meterRequests` is set. */
   readonly meters?: { readonly dynamodb: MeteredEndpoint; readonly sqs: MeteredEndpoint };
   stop(): Promise<void>;
@@ -206,6 +209,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     cleanups.push(async () => {
       for (const service of services) await service.close();
     });
+    const demo = await startDemoService(port + 8);
+    cleanups.push(() => demo.close());
 
     const issuer = await makeLocalIssuer(join(options.stateDir, 'issuer-key.json'), `${restUrl}/`, 'capstan');
     // Imported after the environment is set: handlers read their configuration at cold start.
@@ -289,6 +294,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       workers: pool,
       stepFunctions,
       resumedExecutions,
+      demo,
       ...(meters ? { meters } : {}),
       stop,
       kill,

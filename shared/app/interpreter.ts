@@ -82,7 +82,8 @@ function transitionFor(run: Run, decision: PlanDecision, now: string): { status:
       if (decision.kind === 'rollback' && run.status !== 'rolling_back')
         return { status: 'rolling_back', events: [draft('rollback.started', now, { reason: 'step failed' })] };
       return {
-        status: run.status === 'queued' || run.status === 'waiting_for_approval' ? 'running' : run.status,
+        // A step after a rollback (an `always` or `on_failure` step, or the next one under continue) runs.
+        status: ['queued', 'waiting_for_approval', 'rolling_back'].includes(run.status) ? 'running' : run.status,
         events: [],
       };
     case 'await_approval':

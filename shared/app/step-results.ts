@@ -19,6 +19,32 @@ export type Outcome =
 
 /** Lines kept on the step execution for the run view. */
 const OUTPUT_TAIL_LINES = 20;
+/** Output events per transaction: with the run's head and the execution, under DynamoDB's 100 items. */
+const OUTPUT_EVENTS_PER_TRANSACTION = 90;
+/** Output text per transaction, well under DynamoDB's 4 MB (a line may be as long as the step's cap). */
+const OUTPUT_BYTES_PER_TRANSACTION = 1024 * 1024;
+
+/** Splits output lines, in order, into groups that each fit one transaction. */
+function transactionSized<T extends { readonly text: string }>(lines: readonly T[]): T[][] {
+  const groups: T[][] = [];
+  let group: T[] = [];
+  let bytes = 0;
+  for (const line of lines) {
+    const size = Buffer.byteLength(line.text);
+    if (
+      group.length > 0 &&
+      (group.length >= OUTPUT_EVENTS_PER_TRANSACTION || bytes + size > OUTPUT_BYTES_PER_TRANSACTION)
+    ) {
+      groups.push(group);
+      group = [];
+      bytes = 0;
+    }
+    group.push(line);
+    bytes += size;
+  }
+  if (group.length > 0) groups.push(group);
+  return groups;
+}
 
 const draft = (
   cmd: StepCommand,
@@ -82,22 +108,27 @@ export function makeStepResults(deps: StepResultDeps) {
       }));
     },
 
-    /** A batch of output lines as `step.output` events, each with its per-execution `streamSeq`. */
+    /**
+     * A batch of output lines as `step.output` events, each with its per-execution `streamSeq`,
+     * in order. A transaction holds at most 100 items (and 4 MB), so a large batch is recorded as
+     * several, each chained on the head the previous one left.
+     */
     async output(
       cmd: StepCommand,
       workerId: string,
       chunks: ReadonlyArray<{ stream: 'stdout' | 'stderr'; text: string; streamSeq: number }>,
     ): Promise<void> {
-      if (chunks.length === 0) return;
-      const now = deps.clock.now().toISOString();
-      const execution = await current(cmd);
-      const tail = [...execution.outputTail, ...chunks.map((c) => c.text)].slice(-OUTPUT_TAIL_LINES);
-      await runs.mutate(cmd.runId, () => ({
-        events: chunks.map((c) =>
-          draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
-        ),
-        writes: [runs.updateExecution({ ...execution, outputTail: tail }, ['running'], workerId)],
-      }));
+      for (const part of transactionSized(chunks)) {
+        const now = deps.clock.now().toISOString();
+        const execution = await current(cmd);
+        const tail = [...execution.outputTail, ...part.map((c) => c.text)].slice(-OUTPUT_TAIL_LINES);
+        await runs.mutate(cmd.runId, () => ({
+          events: part.map((c) =>
+            draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
+          ),
+          writes: [runs.updateExecution({ ...execution, outputTail: tail }, ['running'], workerId)],
+        }));
+      }
     },
 
     /**

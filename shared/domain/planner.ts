@@ -88,7 +88,7 @@ export interface PlanInput {
   };
   readonly executions: readonly Pick<
     StepExecution,
-    'stepId' | 'kind' | 'attempt' | 'status' | 'endedAt' | 'error' | 'targetId'
+    'stepId' | 'kind' | 'attempt' | 'status' | 'startedAt' | 'endedAt' | 'error' | 'targetId'
   >[];
   readonly now: Date;
   /**
@@ -165,35 +165,52 @@ function advance(runId: string, step: Step, state: StepState, kind: 'step' | 'ro
 
 /**
  * The run interpreter's brain: from the stored run, its runbook and its step executions, the next
- * action. Steps run in order; a step's condition decides whether it runs after a failure; under
- * fail-fast the first failure stops the forward path and the rollbacks of the steps that succeeded
- * run in reverse order; cancel and the run timeout end the run once nothing is in flight.
+ * action. Steps run in order, each when its condition holds (`on_success`: nothing failed before
+ * it; `on_failure`: something did; `always`). A failed step's own rollback runs right after its
+ * failure, if the step started at all. Under fail-fast the first failure stops the forward path: the rollbacks of the steps
+ * that succeeded run newest first, then the later `always` and `on_failure` steps, then the run
+ * fails with the first failure's error. Cancel and the run timeout end the run once nothing is in
+ * flight. The rules are documented in docs/runbooks.md.
  */
 export function plan(input: PlanInput): PlanDecision {
   const { runbook, run, executions, now } = input;
   const steps = allSteps(runbook).map((s) => s.step);
   const states = steps.map((step) => ({ step, state: stepState(run.runId, step, 'step', executions) }));
+  const rollbackState = (step: Step) => stepState(run.runId, step, 'rollback', executions);
+  // Only a step that started on a worker can have half done anything: one refused at dispatch did not.
+  const undoesItself = (step: Step) =>
+    step.rollback !== undefined &&
+    executions.some((e) => e.stepId === step.id && e.kind === 'step' && e.startedAt !== undefined);
   const inFlight = states.find((s) => s.state.kind === 'in_flight');
   // Something is still running: wait for it whatever else is asked (cancel lets it finish).
   if (inFlight) return advance(run.runId, inFlight.step, inFlight.state, 'step', now);
-  const rollbackInFlight = steps.find((s) => stepState(run.runId, s, 'rollback', executions).kind === 'in_flight');
-  if (rollbackInFlight)
-    return advance(
-      run.runId,
-      rollbackInFlight,
-      stepState(run.runId, rollbackInFlight, 'rollback', executions),
-      'rollback',
-      now,
-    );
+  const rollbackInFlight = steps.find((s) => rollbackState(s).kind === 'in_flight');
+  if (rollbackInFlight) return advance(run.runId, rollbackInFlight, rollbackState(rollbackInFlight), 'rollback', now);
 
   if (run.cancelRequested) return { action: 'cancelled' };
   if (run.status === 'paused') return { action: 'pause', reason: run.error?.message ?? 'paused for an operator' };
 
   const started = Date.parse(run.startedAt ?? run.createdAt);
   const timedOut = now.getTime() - started > durationMs(runbook.timeout);
+  const failedAt = states.findIndex((s) => s.state.kind === 'failed');
+  // Under fail-fast only what ran before the failure is undone, not the steps run after it.
+  const undoable = runbook.strategy === 'fail-fast' && failedAt >= 0 ? states.slice(0, failedAt) : states;
+  // Each rollback runs once, in this order: the failed steps' own, then the succeeded ones', newest first.
+  const rollbackOrder = [
+    ...states
+      .filter((s) => s.state.kind === 'failed' && undoesItself(s.step))
+      .map((s) => s.step)
+      .reverse(),
+    ...undoable
+      .filter((s) => s.step.rollback && s.state.kind === 'succeeded')
+      .map((s) => s.step)
+      .reverse(),
+  ];
+  const rolledBack = () => rollbackOrder.filter((s) => rollbackState(s).kind !== 'not_started').map((s) => s.id);
+  const nextRollback = rollbackOrder.find((s) => rollbackState(s).kind === 'not_started');
 
-  let firstFailure: { step: Step; error?: ErrorInfo } | undefined;
   if (!run.rollbackRequested && !timedOut) {
+    let failure: Step | undefined;
     for (const { step, state } of states) {
       if (state.kind === 'succeeded') continue;
       // An operator's `retry` after the step failed for good: one more attempt, now.
@@ -204,34 +221,39 @@ export function plan(input: PlanInput): PlanDecision {
       )
         return { action: 'dispatch', stepId: step.id, kind: 'step', attempt: state.attempt + 1 };
       if (state.kind === 'failed') {
-        firstFailure ??= { step, error: state.error };
+        failure ??= step;
+        // Undo what the failed step may have half done before anything else runs.
+        if (undoesItself(step) && rollbackState(step).kind === 'not_started')
+          return advance(run.runId, step, rollbackState(step), 'rollback', now);
+        if (runbook.strategy === 'fail-fast') break;
         continue;
       }
-      if (firstFailure && runbook.strategy === 'fail-fast') break;
-      if (state.kind === 'not_started' && !conditionHolds(step, firstFailure !== undefined)) continue;
+      if (state.kind === 'not_started' && !conditionHolds(step, failure !== undefined)) continue;
       if (state.kind === 'not_started' && input.policy !== undefined) return gated(input, step);
       return advance(run.runId, step, state, 'step', now);
     }
-    if (!firstFailure) return { action: 'succeed' };
-    if (runbook.strategy === 'continue')
-      return { action: 'fail', error: failureError(firstFailure.step, firstFailure.error), rolledBack: [] };
+    if (!failure) return { action: 'succeed' };
+    if (runbook.strategy === 'fail-fast') {
+      if (nextRollback) return advance(run.runId, nextRollback, rollbackState(nextRollback), 'rollback', now);
+      // After the rollbacks, the steps past the failure that are meant to run after one.
+      const after = states.slice(states.findIndex((s) => s.step.id === failure.id) + 1);
+      for (const { step, state } of after) {
+        if (step.condition === 'on_success' || state.kind === 'succeeded' || state.kind === 'failed') continue;
+        if (state.kind === 'not_started' && input.policy !== undefined) return gated(input, step);
+        return advance(run.runId, step, state, 'step', now);
+      }
+    }
+    const first = states[failedAt];
+    const error = first?.state.kind === 'failed' ? first.state.error : undefined;
+    return { action: 'fail', error: failureError(first?.step ?? failure, error), rolledBack: rolledBack() };
   }
 
-  // Roll back what succeeded, newest first: fail-fast after a failure, on request, or on timeout.
-  const toRollBack = states
-    .filter((s) => s.step.rollback && s.state.kind === 'succeeded')
-    .map((s) => s.step)
-    .reverse();
-  for (const step of toRollBack) {
-    const state = stepState(run.runId, step, 'rollback', executions);
-    if (state.kind === 'not_started') return advance(run.runId, step, state, 'rollback', now);
-  }
+  // On request or on timeout: roll back what ran, newest first.
+  if (nextRollback) return advance(run.runId, nextRollback, rollbackState(nextRollback), 'rollback', now);
   const error = run.rollbackRequested
     ? { code: 'ROLLED_BACK', message: 'rolled back on request' }
-    : firstFailure
-      ? failureError(firstFailure.step, firstFailure.error)
-      : { code: 'RUN_TIMEOUT', message: `the run exceeded its timeout of ${runbook.timeout}` };
-  return { action: 'fail', error, rolledBack: toRollBack.map((s) => s.id) };
+    : { code: 'RUN_TIMEOUT', message: `the run exceeded its timeout of ${runbook.timeout}` };
+  return { action: 'fail', error, rolledBack: rolledBack() };
 }
 
 /**

@@ -23,7 +23,8 @@ export const runStateMachine = defineStateMachine<RunStatus>('run', {
   waiting_for_approval: ['running', 'paused', 'rolling_back', 'failed', 'cancelled'],
   // A paused run waits for an operator: retry, roll back or cancel (seed 000 section 4.4).
   paused: ['running', 'rolling_back', 'cancelled', 'failed'],
-  rolling_back: ['failed', 'cancelled', 'paused'],
+  // After the rollbacks, the steps meant to run after a failure (`always`, `on_failure`) still run.
+  rolling_back: ['running', 'waiting_for_approval', 'failed', 'cancelled', 'paused'],
   succeeded: [],
   failed: [],
   cancelled: [],

@@ -13,6 +13,7 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   GetSecretValueCommand,
+  RotateSecretCommand,
   ResourceNotFoundException,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
@@ -222,6 +223,36 @@ describe('Secrets Manager and EventBridge endpoints', () => {
       );
       writeFileSync(file, JSON.stringify({ nope: 'now here' }));
       expect((await client.send(new GetSecretValueCommand({ SecretId: 'nope' }))).SecretString).toBe('now here');
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('rotates a secret into a new current version, keeps the previous one, and rotates once per request token', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'capstan-secrets-'));
+    const file = join(dir, 'secrets.json');
+    writeFileSync(file, JSON.stringify({ 'capstan/prod-critical/db': { username: 'u', password: 'old' } }));
+    const service = await startLocalSecrets({ port: await freePort(), file, exampleFile: file, region });
+    try {
+      const client = new SecretsManagerClient({ endpoint: service.endpoint, region, credentials });
+      const SecretId = 'capstan/prod-critical/db';
+      const before = await client.send(new GetSecretValueCommand({ SecretId }));
+      const token = 'a'.repeat(32);
+      const rotation = await client.send(new RotateSecretCommand({ SecretId, ClientRequestToken: token }));
+      expect(rotation).toMatchObject({ Name: SecretId, VersionId: token });
+      const after = await client.send(new GetSecretValueCommand({ SecretId }));
+      expect(after).toMatchObject({ VersionId: token, VersionStages: ['AWSCURRENT'] });
+      const rotated = JSON.parse(after.SecretString ?? '{}') as Record<string, string>;
+      expect(rotated.username).toBe('u');
+      expect(rotated.password).not.toBe('old');
+      const previous = await client.send(new GetSecretValueCommand({ SecretId, VersionStage: 'AWSPREVIOUS' }));
+      expect(previous).toMatchObject({ VersionId: before.VersionId, SecretString: before.SecretString });
+      // The same request again (an SDK retry) does not rotate a second time.
+      await client.send(new RotateSecretCommand({ SecretId, ClientRequestToken: token }));
+      expect((await client.send(new GetSecretValueCommand({ SecretId }))).SecretString).toBe(after.SecretString);
+      await expect(client.send(new RotateSecretCommand({ SecretId: 'nope' }))).rejects.toBeInstanceOf(
+        ResourceNotFoundException,
+      );
     } finally {
       await service.close();
     }

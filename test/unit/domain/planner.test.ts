@@ -23,6 +23,7 @@ const exec = (stepId: string, status: StepExecution['status'], more: Partial<Exe
   attempt: 1,
   status,
   targetId: 'once',
+  startedAt: status === 'pending' ? undefined : earlier,
   endedAt: status === 'pending' || status === 'running' ? undefined : earlier,
   ...more,
 });
@@ -102,6 +103,130 @@ describe('plan', () => {
       error: { code: 'STEP_FAILED', message: "step 'd' failed" },
       rolledBack: ['c', 'a'],
     });
+  });
+
+  const undo = { backend: 'test', action: 'echo', params: { message: 'undo' } };
+
+  it("runs a failed step's own rollback first, then the earlier steps' rollbacks newest first", () => {
+    const rb = runbook([
+      { id: 'a', rollback: undo },
+      { id: 'b', rollback: undo },
+      { id: 'c', rollback: undo },
+    ]);
+    const failed = [exec('a', 'succeeded'), exec('b', 'succeeded'), exec('c', 'failed')];
+    expect(decide(rb, failed)).toEqual({ action: 'dispatch', stepId: 'c', kind: 'rollback', attempt: 1 });
+    const afterC = [...failed, exec('c', 'succeeded', { kind: 'rollback' })];
+    expect(decide(rb, afterC)).toEqual({ action: 'dispatch', stepId: 'b', kind: 'rollback', attempt: 1 });
+    const afterB = [...afterC, exec('b', 'succeeded', { kind: 'rollback' })];
+    expect(decide(rb, afterB)).toEqual({ action: 'dispatch', stepId: 'a', kind: 'rollback', attempt: 1 });
+    const afterA = [...afterB, exec('a', 'succeeded', { kind: 'rollback' })];
+    expect(decide(rb, afterA)).toEqual({
+      action: 'fail',
+      error: { code: 'STEP_FAILED', message: "step 'c' failed" },
+      rolledBack: ['c', 'b', 'a'],
+    });
+  });
+
+  it("waits for a failed step's retries before running its rollback", () => {
+    const rb = runbook([{ id: 'a', retries: 1, rollback: undo }]);
+    const first = exec('a', 'failed', { error: { code: 'E', message: 'boom', retryable: true } });
+    expect(decide(rb, [first])).toEqual({ action: 'dispatch', stepId: 'a', kind: 'step', attempt: 2 });
+    expect(decide(rb, [first, exec('a', 'failed', { attempt: 2 })])).toMatchObject({ stepId: 'a', kind: 'rollback' });
+  });
+
+  it('does not roll back a step that never started (refused at dispatch)', () => {
+    const rb = runbook([{ id: 'a', rollback: undo }]);
+    const refused = exec('a', 'failed', { startedAt: undefined, error: { code: 'POLICY_DENIED', message: 'no' } });
+    expect(decide(rb, [refused])).toMatchObject({ action: 'fail', rolledBack: [] });
+  });
+
+  it('keeps the original error when a rollback fails, and lists the rollback as run', () => {
+    const rb = runbook([{ id: 'a', rollback: undo }]);
+    const execs = [
+      exec('a', 'failed', { error: { code: 'E', message: 'restart failed', retryable: false } }),
+      exec('a', 'failed', { kind: 'rollback', error: { code: 'E', message: 'start failed', retryable: false } }),
+    ];
+    expect(decide(rb, execs)).toEqual({
+      action: 'fail',
+      error: { code: 'STEP_FAILED', message: "step 'a' failed: restart failed" },
+      rolledBack: ['a'],
+    });
+  });
+
+  it('under fail-fast, runs the always and on_failure steps after the rollbacks and skips on_success ones', () => {
+    const rb = runbook([
+      { id: 'a', rollback: undo },
+      { id: 'b' },
+      { id: 'verify' },
+      { id: 'notify', condition: 'on_failure' },
+      { id: 'announce', condition: 'always', rollback: undo },
+    ]);
+    const failed = [exec('a', 'succeeded'), exec('b', 'failed')];
+    expect(decide(rb, failed)).toMatchObject({ action: 'dispatch', stepId: 'a', kind: 'rollback' });
+    const rolled = [...failed, exec('a', 'succeeded', { kind: 'rollback' })];
+    expect(decide(rb, rolled)).toEqual({ action: 'dispatch', stepId: 'notify', kind: 'step', attempt: 1 });
+    const notified = [...rolled, exec('notify', 'succeeded')];
+    expect(decide(rb, notified)).toEqual({ action: 'dispatch', stepId: 'announce', kind: 'step', attempt: 1 });
+    // A step that ran after the failure is not rolled back.
+    expect(decide(rb, [...notified, exec('announce', 'succeeded')])).toEqual({
+      action: 'fail',
+      error: { code: 'STEP_FAILED', message: "step 'b' failed" },
+      rolledBack: ['a'],
+    });
+  });
+
+  it("does not let an always step's own failure hide the original error", () => {
+    const rb = runbook([{ id: 'a' }, { id: 'cleanup', condition: 'always' }]);
+    const execs = [
+      exec('a', 'failed', { error: { code: 'E', message: 'first', retryable: false } }),
+      exec('cleanup', 'failed', { error: { code: 'E', message: 'second', retryable: false } }),
+    ];
+    expect(decide(rb, execs)).toEqual({
+      action: 'fail',
+      error: { code: 'STEP_FAILED', message: "step 'a' failed: first" },
+      rolledBack: [],
+    });
+  });
+
+  it('runs an always step after a success too, and on_failure steps only after a failure', () => {
+    const rb = runbook([
+      { id: 'a' },
+      { id: 'notify', condition: 'on_failure' },
+      { id: 'cleanup', condition: 'always' },
+    ]);
+    expect(decide(rb, [exec('a', 'succeeded')])).toMatchObject({ action: 'dispatch', stepId: 'cleanup' });
+    expect(decide(rb, [exec('a', 'succeeded'), exec('cleanup', 'succeeded')])).toEqual({ action: 'succeed' });
+  });
+
+  it("under continue, runs a failed step's own rollback before the next step and leaves the others alone", () => {
+    const rb = runbook(
+      [
+        { id: 'a', rollback: undo },
+        { id: 'b', rollback: undo },
+        { id: 'c', condition: 'always' },
+      ],
+      {
+        strategy: 'continue',
+      },
+    );
+    const failed = [exec('a', 'succeeded'), exec('b', 'failed')];
+    expect(decide(rb, failed)).toEqual({ action: 'dispatch', stepId: 'b', kind: 'rollback', attempt: 1 });
+    const rolled = [...failed, exec('b', 'succeeded', { kind: 'rollback' })];
+    expect(decide(rb, rolled)).toEqual({ action: 'dispatch', stepId: 'c', kind: 'step', attempt: 1 });
+    expect(decide(rb, [...rolled, exec('c', 'succeeded')])).toEqual({
+      action: 'fail',
+      error: { code: 'STEP_FAILED', message: "step 'b' failed" },
+      rolledBack: ['b'],
+    });
+  });
+
+  it("on request, rolls back a failed step's own rollback and the succeeded steps", () => {
+    const rb = runbook([
+      { id: 'a', rollback: undo },
+      { id: 'b', rollback: undo },
+    ]);
+    const execs = [exec('a', 'succeeded'), exec('b', 'failed'), exec('b', 'succeeded', { kind: 'rollback' })];
+    expect(decide(rb, execs, { rollbackRequested: true })).toMatchObject({ stepId: 'a', kind: 'rollback' });
   });
 
   it('under continue, runs always steps after a failure, on_failure only after one, and skips on_success', () => {
