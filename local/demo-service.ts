@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { bindHost } from './bind-host.js';
 
 /** A service the example runbooks act on locally: a health check, a ticket system and a chat webhook. */
 export interface DemoService {
@@ -44,7 +45,7 @@ function textOf(body: string): string | undefined {
  * webhook that keeps what it receives). The examples in `examples/runbooks/` call it, so each runs
  * to its end on `npm start` without anything outside this machine.
  */
-export async function startDemoService(port: number, host = '127.0.0.1'): Promise<DemoService> {
+export async function startDemoService(port: number, host = bindHost()): Promise<DemoService> {
   const hooks = new Map<string, string[]>();
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://local').pathname;
