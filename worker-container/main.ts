@@ -4,6 +4,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { z } from 'zod';
 import { systemClock } from '../shared/app/ports.js';
+import { makeRecoverLost } from '../shared/app/recovery.js';
 import { makeStepResults } from '../shared/app/step-results.js';
 import {
   ecsClient,
@@ -51,7 +52,8 @@ async function main(): Promise<void> {
   const logger = new Logger({ serviceName: 'capstan-worker', persistentKeys: { workerId } });
   const metrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-worker' });
   const runs = makeRunStore(documentClient, { state: CAPSTAN_STATE_TABLE, events: CAPSTAN_EVENTS_TABLE });
-  const results = makeStepResults({ runs, callbacks: makeSfnCallbacks(sfnClient()), clock: systemClock });
+  const callbacks = makeSfnCallbacks(sfnClient());
+  const results = makeStepResults({ runs, callbacks, clock: systemClock });
   const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
   const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
   const backends = [
@@ -100,6 +102,7 @@ async function main(): Promise<void> {
     sqs: sqsClient(),
     runs,
     results,
+    recover: makeRecoverLost({ runs, callbacks }),
     backends,
     secrets: makeSecretsManagerSource(secretsClient()),
     redactPatterns: [...DEFAULT_REDACTION_PATTERNS, ...parsePatterns(env.CAPSTAN_REDACT_PATTERNS)],
