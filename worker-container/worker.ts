@@ -239,7 +239,10 @@ export class Worker {
       // Its holder died mid-action: that attempt ends by the recovery rule (the reconciler's), and
       // is never started again as the same attempt.
       const verdict = await this.options.recover(lease.execution, cmd, new Date());
-      this.log('lost step execution ended', { executionId: cmd.executionId, verdict: verdict?.kind ?? 'ended already' });
+      this.log('lost step execution ended', {
+        executionId: cmd.executionId,
+        verdict: verdict?.kind ?? 'ended already',
+      });
       await this.deleteMessage(message);
       return;
     }

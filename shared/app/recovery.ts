@@ -53,7 +53,9 @@ export function makeRecoverLost(deps: RecoveryDeps) {
     const committed = await runs
       .mutate(lost.runId, (current) => {
         const pause =
-          verdict.kind === 'pause' && !runStateMachine.isTerminal(current.run.status) && current.run.status !== 'paused';
+          verdict.kind === 'pause' &&
+          !runStateMachine.isTerminal(current.run.status) &&
+          current.run.status !== 'paused';
         const ending: EventDraft =
           verdict.kind === 'receipt'
             ? draft(
