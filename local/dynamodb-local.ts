@@ -34,6 +34,9 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise
   assertJava();
   const child = dynamoDbLocal.spawn({
     port: options.port,
+    // Its own process group: Ctrl-C reaches the stack only, which stops DynamoDB Local last, after
+    // the workers have drained and recorded their results.
+    detached: true,
     sharedDb: true,
     ...(options.dataDir ? { path: options.dataDir } : {}),
     stdio: 'ignore',
