@@ -42,6 +42,11 @@ const workerEnvSchema = z.object({
   CAPSTAN_SCRIPTS_DIR: z.string().default(join(import.meta.dirname, 'scripts')),
   /** A JSON array of regular expressions redacted besides secret values. */
   CAPSTAN_REDACT_PATTERNS: z.string().optional(),
+  /**
+   * Off unless set, for the chaos suite only: the worker kills itself (SIGKILL) right after the
+   * `test.counter` action added one to a key starting with this prefix, before the receipt exists.
+   */
+  CAPSTAN_TEST_CRASH_AFTER_COUNTER: z.string().min(1).optional(),
 });
 
 async function main(): Promise<void> {
@@ -57,7 +62,10 @@ async function main(): Promise<void> {
   const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
   const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
   const backends = [
-    makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE)),
+    makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE), (key) => {
+      const prefix = env.CAPSTAN_TEST_CRASH_AFTER_COUNTER;
+      if (prefix !== undefined && key.startsWith(prefix)) process.kill(process.pid, 'SIGKILL');
+    }),
     makeHttpBackend(),
     makeScriptBackend({ directory: env.CAPSTAN_SCRIPTS_DIR }),
     makeAwsBackend({
