@@ -124,8 +124,12 @@ async function exercise(
       // Keep one worker alive, as a service keeps its minimum: chaos, not an outage.
       if (done || pids.length < 2) continue;
       const pid = pids[Math.floor(Math.random() * pids.length)] ?? 0;
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        continue; // It exited (a targeted crash) between the listing and the kill.
+      }
       kills.push({ pid, at: Date.now() });
-      process.kill(pid, 'SIGKILL');
       progress(`killed worker ${pid} (${kills.length})`);
     }
   })();
