@@ -32,7 +32,12 @@ for (const name of names) {
   console.log(`[${name}] starting`);
   try {
     const url = new URL(scenario.module.replace(/\.js$/, '.ts'), import.meta.url).href;
-    sections.push(await isolated<Section>(url, scenario.name, [], (line) => console.log(`[${name}] ${line}`)));
+    const section = await isolated<Section>(url, scenario.name, [], (line) => console.log(`[${name}] ${line}`));
+    sections.push(section);
+    if (section.failures?.length) {
+      failed.push(name);
+      console.error(`[${name}] broke: ${section.failures.join('; ')}`);
+    }
     console.log(`[${name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   } catch (error) {
     // One scenario failing does not lose the others' figures; the report says what failed.

@@ -18,6 +18,8 @@ export interface ChaosOptions {
   readonly runs: number;
   /** Workers of the one profile the runs use (at least 2). */
   readonly workers: number;
+  /** Runs in flight at once (a new one starts when one ends), so queueing does not hide recovery. */
+  readonly inFlight: number;
   /** A random worker is SIGKILLed this often while runs are in flight. */
   readonly killEveryMs: number;
   /** At most this many random kills (the suite stops killing after). */
@@ -111,9 +113,9 @@ async function exercise(
       ? `${CRASH_PREFIX}${i}`
       : `chaos-${i}`,
   );
-  const runIds = await pool(keys, 8, (key) => createRun(bench, 'chaos', { key }));
-  const keyOf = new Map(runIds.map((runId, i) => [runId, keys[i] ?? '']));
-  progress(`${runIds.length} runs started, ${options.targetedCrashes} with a crash after the effect`);
+  progress(
+    `${keys.length} runs, ${options.inFlight} at a time, ${options.targetedCrashes} with a crash after the effect`,
+  );
 
   const kills: Array<{ pid: number; at: number }> = [];
   let done = false;
@@ -137,26 +139,32 @@ async function exercise(
   const final = new Map<string, string>();
   const pausedSafe = new Set<string>();
   const resolvedBy: Record<string, number> = {};
+  const keyOf = new Map<string, string>();
   const deadline = started + options.deadlineMs;
-  while (final.size < runIds.length && Date.now() < deadline) {
-    for (const runId of runIds) {
-      if (final.has(runId)) continue;
+  /** One run from creation to its end, a safe pause resolved the way a careful operator would. */
+  const follow = async (key: string): Promise<string> => {
+    const runId = await createRun(bench, 'chaos', { key });
+    keyOf.set(runId, key);
+    while (Date.now() < deadline) {
       const { body } = await bench.api('GET', `/runs/${runId}`);
       const status = String(body.status);
       if (TERMINAL.has(status)) {
         final.set(runId, status);
-        continue;
+        break;
       }
       const error = body.error as { code?: string } | undefined;
-      if (status !== 'paused' || error?.code !== 'LOST_NOT_SAFE_TO_RETRY') continue;
-      pausedSafe.add(runId);
-      // The operator checks the effect: it happened, so the run ends; it did not, so it may run.
-      const directive = (await counters.read(keyOf.get(runId) ?? '')) > 0 ? 'cancel' : 'retry';
-      const reply = await bench.api('POST', `/runs/${runId}/resume`, { directive });
-      if (reply.status < 300) resolvedBy[directive] = (resolvedBy[directive] ?? 0) + 1;
+      if (status === 'paused' && error?.code === 'LOST_NOT_SAFE_TO_RETRY') {
+        pausedSafe.add(runId);
+        // The operator checks the effect: it happened, so the run ends; it did not, so it may run.
+        const directive = (await counters.read(key)) > 0 ? 'cancel' : 'retry';
+        const reply = await bench.api('POST', `/runs/${runId}/resume`, { directive });
+        if (reply.status < 300) resolvedBy[directive] = (resolvedBy[directive] ?? 0) + 1;
+      }
+      await sleep(250);
     }
-    if (final.size < runIds.length) await sleep(250);
-  }
+    return runId;
+  };
+  const runIds = await pool(keys, options.inFlight, follow);
   done = true;
   await killer;
 
@@ -227,10 +235,11 @@ export async function chaosScenario(progress: (line: string) => void): Promise<S
   const options: ChaosOptions = {
     runs,
     workers: 3,
-    killEveryMs: 3000,
-    maxKills: Math.max(4, Math.ceil(runs / 2)),
+    inFlight: 6,
+    killEveryMs: 4000,
+    maxKills: Math.max(4, Math.ceil(runs / 4)),
     targetedCrashes: Math.max(1, Math.round(runs / 10)),
-    deadlineMs: 120_000 + runs * 6000,
+    deadlineMs: 180_000 + runs * 8000,
   };
   const f = await runChaos(options, progress);
   const statuses = Object.entries(f.byStatus)
@@ -239,7 +248,7 @@ export async function chaosScenario(progress: (line: string) => void): Promise<S
   return {
     title: 'chaos: workers killed while runs are in flight',
     setup:
-      `${f.runs} runs of sleep 800 ms → counter {key} → echo on 3 dev-flex workers (1 s heartbeat, 2 s lease, ` +
+      `${f.runs} runs (${options.inFlight} at a time) of sleep 800 ms → counter {key} → echo on 3 dev-flex workers (1 s heartbeat, 2 s lease, ` +
       `reconciler every 2 s); a random worker SIGKILLed every ${options.killEveryMs / 1000} s ` +
       `(${f.randomKills} kills) and ${f.targetedCrashes} workers crashing right after the counter's effect, ` +
       'before its receipt. Paused runs resolved by reading the counter: cancel if it took effect, retry if not.',
@@ -262,5 +271,11 @@ export async function chaosScenario(progress: (line: string) => void): Promise<S
       { name: 'elapsed', value: `${fixed(f.elapsedMs / 1000, 1)} s` },
     ],
     data: { ...f },
+    failures: [
+      ...(f.doubleEffects > 0 ? [`${f.doubleEffects} double effects`] : []),
+      ...(f.lostEffects > 0 ? [`${f.lostEffects} lost effects`] : []),
+      ...(f.brokenChains > 0 ? [`${f.brokenChains} broken chains`] : []),
+      ...(f.unfinished > 0 ? [`${f.unfinished} runs unfinished`] : []),
+    ],
   };
 }
