@@ -91,6 +91,7 @@ export default tseslint.config(
       'shared/app/step-results.ts',
       'shared/app/waits.ts',
       'shared/app/unsent.ts',
+      'shared/app/recovery.ts',
     ],
     rules: {
       'no-restricted-imports': restrict(sdk, functionsLayer, {

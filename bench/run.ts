@@ -1,5 +1,6 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { isolated } from './isolated.js';
 import type { Section } from './support.js';
 
@@ -11,6 +12,7 @@ const SCENARIOS: Readonly<Record<string, { module: string; name: string }>> = {
   runs: { module: './scenarios/runs.js', name: 'runsScenario' },
   workers: { module: './scenarios/workers.js', name: 'workersScenario' },
   approvals: { module: './scenarios/approvals.js', name: 'approvalsScenario' },
+  chaos: { module: './scenarios/chaos.js', name: 'chaosScenario' },
 };
 
 const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
@@ -30,7 +32,12 @@ for (const name of names) {
   console.log(`[${name}] starting`);
   try {
     const url = new URL(scenario.module.replace(/\.js$/, '.ts'), import.meta.url).href;
-    sections.push(await isolated<Section>(url, scenario.name, [], (line) => console.log(`[${name}] ${line}`)));
+    const section = await isolated<Section>(url, scenario.name, [], (line) => console.log(`[${name}] ${line}`));
+    sections.push(section);
+    if (section.failures?.length) {
+      failed.push(name);
+      console.error(`[${name}] broke: ${section.failures.join('; ')}`);
+    }
     console.log(`[${name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   } catch (error) {
     // One scenario failing does not lose the others' figures; the report says what failed.
@@ -43,6 +50,19 @@ for (const name of names) {
       data: {},
     });
   }
+}
+
+const dir = import.meta.dirname;
+// A run of some scenarios keeps the other scenarios' last figures in the report.
+const previous = z
+  .object({ sections: z.array(z.object({ title: z.string() }).passthrough()) })
+  .safeParse(existsSync(join(dir, 'report.json')) ? JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) : {});
+if (requested.length > 0 && previous.success) {
+  const topic = (title: string) => title.split(/[:(]/)[0]?.trim().toLowerCase();
+  const kept = (previous.data.sections as unknown as Section[]).filter(
+    (old) => !sections.some((s) => topic(s.title) === topic(old.title)),
+  );
+  sections.unshift(...kept);
 }
 
 const machine = `${process.platform} ${process.arch}, Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`;
@@ -63,7 +83,6 @@ const markdown = [
   ]),
 ].join('\n');
 
-const dir = import.meta.dirname;
 mkdirSync(dir, { recursive: true });
 writeFileSync(join(dir, 'report.md'), markdown);
 writeFileSync(

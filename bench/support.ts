@@ -18,6 +18,8 @@ export interface Section {
   readonly measures: readonly Measure[];
   /** The raw numbers, kept in the JSON report. */
   readonly data: Record<string, unknown>;
+  /** Promises the figures broke (the scenario ran, but `npm run bench` exits 1). */
+  readonly failures?: readonly string[];
 }
 
 export type Scenario = (progress: (line: string) => void) => Promise<Section>;

@@ -49,6 +49,9 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise
     ? spawnLoopback(launcher, host, options)
     : dynamoDbLocal.spawn({
         port: options.port,
+        // Its own process group: Ctrl-C reaches the stack only, which stops DynamoDB Local last, after
+        // the workers have drained and recorded their results.
+        detached: true,
         sharedDb: true,
         ...(options.dataDir ? { path: options.dataDir } : {}),
         stdio: 'ignore',
@@ -120,7 +123,8 @@ function spawnLoopback(classDir: string, host: string, options: DynamoDbLocalOpt
     '-sharedDb',
     ...(options.dataDir ? ['-dbPath', options.dataDir] : ['-inMemory']),
   ];
-  return spawn('java', args, { cwd: dist, stdio: 'ignore' });
+  // Its own process group, as above.
+  return spawn('java', args, { cwd: dist, stdio: 'ignore', detached: true });
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {

@@ -84,6 +84,9 @@ export class WorkerPool {
         CAPSTAN_WORKER_NAME: `${slot.profile}-${slot.index}`,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group, as a task is its own container: Ctrl-C in the terminal reaches the
+      // stack only, and the worker gets one SIGTERM from `stop` (drain), never SIGINT as well.
+      detached: true,
     });
     slot.child = child;
     slot.startedAt = Date.now();

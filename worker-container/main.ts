@@ -4,6 +4,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { z } from 'zod';
 import { systemClock } from '../shared/app/ports.js';
+import { makeRecoverLost } from '../shared/app/recovery.js';
 import { makeStepResults } from '../shared/app/step-results.js';
 import {
   ecsClient,
@@ -41,6 +42,11 @@ const workerEnvSchema = z.object({
   CAPSTAN_SCRIPTS_DIR: z.string().default(join(import.meta.dirname, 'scripts')),
   /** A JSON array of regular expressions redacted besides secret values. */
   CAPSTAN_REDACT_PATTERNS: z.string().optional(),
+  /**
+   * Off unless set, for the chaos suite only: the worker kills itself (SIGKILL) right after the
+   * `test.counter` action added one to a key starting with this prefix, before the receipt exists.
+   */
+  CAPSTAN_TEST_CRASH_AFTER_COUNTER: z.string().min(1).optional(),
 });
 
 async function main(): Promise<void> {
@@ -51,11 +57,15 @@ async function main(): Promise<void> {
   const logger = new Logger({ serviceName: 'capstan-worker', persistentKeys: { workerId } });
   const metrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-worker' });
   const runs = makeRunStore(documentClient, { state: CAPSTAN_STATE_TABLE, events: CAPSTAN_EVENTS_TABLE });
-  const results = makeStepResults({ runs, callbacks: makeSfnCallbacks(sfnClient()), clock: systemClock });
+  const callbacks = makeSfnCallbacks(sfnClient());
+  const results = makeStepResults({ runs, callbacks, clock: systemClock });
   const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
   const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
   const backends = [
-    makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE)),
+    makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE), (key) => {
+      const prefix = env.CAPSTAN_TEST_CRASH_AFTER_COUNTER;
+      if (prefix !== undefined && key.startsWith(prefix)) process.kill(process.pid, 'SIGKILL');
+    }),
     makeHttpBackend(),
     makeScriptBackend({ directory: env.CAPSTAN_SCRIPTS_DIR }),
     makeAwsBackend({
@@ -100,6 +110,7 @@ async function main(): Promise<void> {
     sqs: sqsClient(),
     runs,
     results,
+    recover: makeRecoverLost({ runs, callbacks }),
     backends,
     secrets: makeSecretsManagerSource(secretsClient()),
     redactPatterns: [...DEFAULT_REDACTION_PATTERNS, ...parsePatterns(env.CAPSTAN_REDACT_PATTERNS)],

@@ -6,6 +6,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { RunStore } from '../shared/adapters/dynamodb/run-store.js';
+import type { RecoverLost } from '../shared/app/recovery.js';
 import type { Outcome, StepResults } from '../shared/app/step-results.js';
 import type { WorkerStore } from '../shared/app/ports.js';
 import { checkAction } from '../shared/domain/catalogue.js';
@@ -41,6 +42,8 @@ export interface WorkerOptions {
   readonly sqs: SQSClient;
   readonly runs: RunStore;
   readonly results: StepResults;
+  /** Ends a step execution whose holder was lost mid-action (the reconciler's rule). */
+  readonly recover: RecoverLost;
   readonly backends: readonly Backend[];
   readonly leaseMs: number;
   readonly log: (message: string, fields?: Record<string, unknown>) => void;
@@ -231,18 +234,28 @@ export class Worker {
     const cmd = parsed.data;
     const { runs, workerId, leaseMs } = this.options;
     const asked = performance.now();
-    const leased = await runs.acquireLease(cmd.runId, cmd.executionId, workerId, new Date(), leaseMs);
-    if (leased)
-      this.log('lease acquired', {
+    const lease = await runs.acquireLease(cmd.runId, cmd.executionId, workerId, new Date(), leaseMs);
+    if (lease.claim === 'lost') {
+      // Its holder died mid-action: that attempt ends by the recovery rule (the reconciler's), and
+      // is never started again as the same attempt.
+      const verdict = await this.options.recover(lease.execution, cmd, new Date());
+      this.log('lost step execution ended', {
         executionId: cmd.executionId,
-        acquireMs: Math.round((performance.now() - asked) * 10) / 10,
+        verdict: verdict?.kind ?? 'ended already',
       });
-    if (!leased) {
-      // Done already, or another worker holds the lease: this delivery is a duplicate.
-      this.log('duplicate delivery skipped', { executionId: cmd.executionId });
       await this.deleteMessage(message);
       return;
     }
+    if (lease.claim !== 'lease') {
+      // Done already, or another worker holds the lease: this delivery is a duplicate.
+      this.log('duplicate delivery skipped', { executionId: cmd.executionId, claim: lease.claim });
+      await this.deleteMessage(message);
+      return;
+    }
+    this.log('lease acquired', {
+      executionId: cmd.executionId,
+      acquireMs: Math.round((performance.now() - asked) * 10) / 10,
+    });
     const done = this.execute(cmd);
     this.idle = done.then(
       () => undefined,

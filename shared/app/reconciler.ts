@@ -1,16 +1,15 @@
 import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
 import type { RunStore } from '../adapters/dynamodb/run-store.js';
-import { findAction } from '../domain/catalogue.js';
-import type { ErrorInfo, Run, StepExecution } from '../domain/entities.js';
+import type { Run, StepExecution } from '../domain/entities.js';
 import { allSteps } from '../domain/runbook.js';
-import { runStateMachine, stepExecutionStateMachine } from '../domain/statuses.js';
+import { stepExecutionStateMachine } from '../domain/statuses.js';
 import { isSilent } from '../domain/workers.js';
 import type { TaskCallbacks } from './interpreter.js';
 import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.js';
 import { makeApplyDue } from './approval-timer.js';
 import { wake } from './waits.js';
 import { runbookOf } from './runs.js';
-import { draft } from './drafts.js';
+import { makeRecoverLost } from './recovery.js';
 
 /** The interpreter as the reconciler sees it. */
 export interface InterpreterControl {
@@ -74,62 +73,28 @@ const QUIET_MS = 60_000;
 export function makeReconcile(deps: ReconcilerDeps) {
   const { runs, clock } = deps;
 
-  /** Ends one lost execution and resumes its run. */
+  const recover = makeRecoverLost(deps);
+
+  /** Ends one lost execution by the rule every finder applies, and resumes its run. */
   async function recoverLost(lost: StepExecution, now: Date, summary: ReconcileSummary): Promise<void> {
     const record = await runs.load(lost.runId);
     if (!record) return;
     const runbook = await runbookOf(deps.runbooks, record.run);
     const step = allSteps(runbook).find((s) => s.step.id === lost.stepId)?.step;
     const body = lost.kind === 'rollback' ? step?.rollback : step;
-    const spec = body ? findAction(body.backend, body.action) : undefined;
-    const receipt = await runs.receipt(lost.idempotencyKey);
-    const safe = receipt !== undefined || spec?.safeToRetry === true;
-    const action = body ? `${body.backend}.${body.action}` : 'the action';
-    const error: ErrorInfo = safe
-      ? {
-          code: 'LEASE_EXPIRED',
-          message: `worker ${lost.leaseOwner ?? '?'} stopped renewing its lease`,
-          retryable: true,
-        }
-      : {
-          code: 'LOST_NOT_SAFE_TO_RETRY',
-          message: `worker ${lost.leaseOwner ?? '?'} was lost during ${action}, which is not safe to retry and left no receipt; an operator must check its effect and resume the run`,
-          retryable: false,
-        };
-    const nowIso = now.toISOString();
-    const ended: StepExecution = { ...lost, status: 'expired', endedAt: nowIso, error };
-    const committed = await runs
-      .mutate(lost.runId, (current) => {
-        const pause = !safe && !runStateMachine.isTerminal(current.run.status) && current.run.status !== 'paused';
-        return {
-          events: [
-            draft(
-              'step.failed',
-              nowIso,
-              { kind: lost.kind, attempt: lost.attempt, outcome: 'expired', error },
-              { stepId: lost.stepId, targetId: lost.targetId, meta: { workerId: lost.leaseOwner } },
-            ),
-            ...(pause ? [draft('run.paused', nowIso, { reason: error.message, stepId: lost.stepId })] : []),
-          ],
-          ...(pause && { run: { status: 'paused' as const, error, updatedAt: nowIso } }),
-          writes: [
-            runs.expireExecution(ended, now),
-            runs.countResult(lost.runId, lost.kind, lost.stepId, lost.attempt, false),
-          ],
-        };
-      })
-      .catch((err: unknown) => {
-        // Renewed or finished since it was listed: nothing is lost.
-        if ((err as Error).name === 'StaleWriteError') return undefined;
-        throw err;
-      });
-    if (!committed) return;
+    const verdict = await recover(lost, body, now);
+    if (!verdict) return;
     summary.leasesExpired++;
-    if (!safe) summary.pausedForOperator++;
-    else if (lost.kind === 'step' && step && lost.attempt <= step.retries) summary.recovered++;
+    if (verdict.kind === 'pause') summary.pausedForOperator++;
+    else if (verdict.kind === 'receipt' || (lost.kind === 'step' && step && lost.attempt <= step.retries))
+      summary.recovered++;
     else summary.notRecovered++;
-    deps.log('lease expired', { runId: lost.runId, executionId: lost.executionId, owner: lost.leaseOwner, safe });
-    await resumeIfComplete(lost.runId, lost.kind, lost.stepId, lost.attempt);
+    deps.log('lease expired', {
+      runId: lost.runId,
+      executionId: lost.executionId,
+      owner: lost.leaseOwner,
+      verdict: verdict.kind,
+    });
   }
 
   async function resumeIfComplete(runId: string, kind: string, stepId: string, attempt: number): Promise<boolean> {

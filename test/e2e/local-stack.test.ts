@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePortBlock } from '../support/local-dynamodb.js';
+import { callApi, until as pollUntil } from '../support/stack-api.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 let home: string;
@@ -53,14 +54,16 @@ const workersOf = (pid: number) => descendants(pid).filter((p) => p.args.include
 
 async function startStack(fresh: boolean): Promise<void> {
   output = '';
-  // As `npm start` runs it: one Node process with tsx as a loader, so signals reach the stack itself.
+  // As `npm start` runs it in a terminal: one Node process with tsx as a loader, leading its own
+  // process group, so Ctrl-C (SIGINT to the whole group) can be sent the way a terminal sends it.
   stack = spawn(process.execPath, ['--import', 'tsx', 'local/main.ts', ...(fresh ? ['--fresh'] : [])], {
     cwd: ROOT,
+    detached: true,
     env: {
       ...process.env,
       CAPSTAN_PORT: String(port),
       CAPSTAN_HOME: home,
-      CAPSTAN_WORKERS: 'dev-flex=1,staging-standard=0,prod-standard=0,prod-critical=0',
+      CAPSTAN_WORKERS: 'dev-flex=2,staging-standard=0,prod-standard=0,prod-critical=0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -75,8 +78,11 @@ beforeAll(async () => {
   await startStack(true);
 });
 
+/** Ctrl-C in the terminal: SIGINT to every process of the foreground process group. */
+const ctrlC = () => process.kill(-(stack.pid ?? 0), 'SIGINT');
+
 afterAll(() => {
-  if (stack.exitCode === null) stack.kill('SIGKILL');
+  if (stack.exitCode === null) process.kill(-(stack.pid ?? 0), 'SIGKILL');
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -123,50 +129,54 @@ describe('npm start', () => {
   });
 
   it('restarts a worker that dies, the way an ECS service would, and says so', async () => {
-    await until(() => workersOf(stack.pid!).length === 1, 20_000, 'one worker');
+    await until(() => workersOf(stack.pid!).length === 2, 20_000, 'two workers');
     const [worker] = workersOf(stack.pid!);
     process.kill(worker!.pid, 'SIGKILL');
-    await until(() => /worker dev-flex#1 exited \(SIGKILL\); restarting/.test(output), 10_000, 'the restart log line');
+    await until(() => /worker dev-flex#\d exited \(SIGKILL\); restarting/.test(output), 10_000, 'the restart log line');
     await until(() => workersOf(stack.pid!).some((w) => w.pid !== worker!.pid), 20_000, 'a new worker process');
   });
 
-  it('stops everything on SIGINT, and a run in flight finishes after the next start', async () => {
+  it('drains on Ctrl-C, and every run in flight finishes after the next start', async () => {
     const local = JSON.parse(readFileSync(join(home, 'local.json'), 'utf8')) as {
       restUrl: string;
       tokens: Record<string, string>;
     };
-    const headers = { authorization: `Bearer ${local.tokens.operator}`, 'content-type': 'application/json' };
-    await fetch(`${local.restUrl}/runbooks`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({
-        name: 'slow',
-        environment: 'dev',
-        sandbox_profile: 'dev-flex',
-        steps: [
-          { id: 'nap', backend: 'test', action: 'sleep', params: { ms: 1500 } },
-          { id: 'after', backend: 'test', action: 'echo', params: { message: 'done' } },
-        ],
-      }),
+    const token = local.tokens.operator ?? '';
+    await callApi(local.restUrl, token, 'POST', '/runbooks', {
+      name: 'slow',
+      environment: 'dev',
+      sandbox_profile: 'dev-flex',
+      steps: [
+        { id: 'nap', backend: 'test', action: 'sleep', params: { ms: 2000 } },
+        { id: 'after', backend: 'test', action: 'echo', params: { message: 'done' } },
+      ],
     });
-    const created = (await (
-      await fetch(`${local.restUrl}/runs`, { method: 'POST', headers, body: '{"runbookId":"slow"}' })
-    ).json()) as { runId: string };
-    const events = async () =>
-      (
-        (await (await fetch(`${local.restUrl}/runs/${created.runId}/events`, { headers })).json()) as {
-          events: Array<{ type: string }>;
-        }
-      ).events;
-    const deadline = Date.now() + 20_000;
-    while (!(await events()).some((e) => e.type === 'step.started') && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    const runIds: string[] = [];
+    for (let i = 0; i < 5; i++)
+      runIds.push(String((await callApi(local.restUrl, token, 'POST', '/runs', { runbookId: 'slow' })).body.runId));
+    const events = async (runId: string) =>
+      (await callApi(local.restUrl, token, 'GET', `/runs/${runId}/events`)).body.events as Array<{
+        type: string;
+        payload: { error?: { code?: string } };
+      }>;
+    // Both workers busy with a step: Ctrl-C comes in the middle of their work.
+    await pollUntil(
+      'two steps started',
+      async () => {
+        let started = 0;
+        for (const runId of runIds) started += (await events(runId)).filter((e) => e.type === 'step.started').length;
+        return started >= 2 ? true : undefined;
+      },
+      20_000,
+      () => output,
+    );
 
     const pid = stack.pid!;
     expect(processesOnPort(port + 1)).toHaveLength(1);
-    stack.kill('SIGINT');
+    ctrlC();
     await until(() => stack.exitCode !== null, 30_000, 'the local stack to exit');
     expect(stack.exitCode, output).toBe(0);
+    expect(output).not.toMatch(/stopping at once/);
     await until(() => processesOnPort(port + 1).length === 0, 10_000, 'DynamoDB Local to exit');
     expect(descendants(pid)).toEqual([]);
     expect(
@@ -176,18 +186,20 @@ describe('npm start', () => {
     ).toEqual([]);
 
     await startStack(false);
-    const finished = Date.now() + 30_000;
-    let status = '';
-    while (Date.now() < finished) {
-      const run = (await (await fetch(`${local.restUrl}/runs/${created.runId}`, { headers })).json()) as {
-        status: string;
-      };
-      status = run.status;
-      if (status === 'succeeded' || status === 'failed') break;
-      await new Promise((r) => setTimeout(r, 200));
+    for (const runId of runIds) {
+      const status = await pollUntil(
+        `run ${runId} to end`,
+        async () => {
+          const run = (await callApi(local.restUrl, token, 'GET', `/runs/${runId}`)).body;
+          return ['succeeded', 'failed', 'cancelled'].includes(String(run.status)) ? String(run.status) : undefined;
+        },
+        60_000,
+        () => output,
+      );
+      const failures = (await events(runId)).filter((e) => e.type === 'step.failed');
+      expect({ runId, status, failures }).toEqual({ runId, status: 'succeeded', failures: [] });
     }
-    expect(status).toBe('succeeded');
-    stack.kill('SIGINT');
+    ctrlC();
     await until(() => stack.exitCode !== null, 30_000, 'the local stack to exit');
   });
 });

@@ -120,12 +120,23 @@ afterAll(async () => {
 /** Moves the fake clock on. */
 const advance = (millis: number) => (now = new Date(now.getTime() + millis));
 
-/** A run of `runbookId` whose only step a worker leased and then stopped renewing. */
-async function lostRun(runbookId: string): Promise<{ runId: string; executionId: string; token: string }> {
+/**
+ * A run of `runbookId` whose only step a worker leased and then stopped renewing; with `started`,
+ * it died after it started the action.
+ */
+async function lostRun(
+  runbookId: string,
+  started = true,
+): Promise<{ runId: string; executionId: string; token: string }> {
   const runId = await createRun(runbookId);
   const token = await dispatch(runId, 'only');
   const executionId = `${runId}.step.only.1.once`;
-  expect(await runs.acquireLease(runId, executionId, 'worker-a', now, LEASE_MS)).toBeDefined();
+  const lease = await runs.acquireLease(runId, executionId, 'worker-a', now, LEASE_MS);
+  expect(lease.claim).toBe('lease');
+  if (started && lease.claim === 'lease') {
+    const running = { ...lease.execution, status: 'running' as const, startedAt: now.toISOString() };
+    await runs.mutate(runId, () => ({ events: [], writes: [runs.updateExecution(running, ['leased'], 'worker-a')] }));
+  }
   return { runId, executionId, token };
 }
 
@@ -164,8 +175,8 @@ describe('the reconciler', () => {
     expect(String(paused?.payload.reason)).toContain('not safe to retry');
   });
 
-  it('retries an unsafe action whose receipt shows it already took effect', async () => {
-    const { runId, executionId } = await lostRun('lost-counter');
+  it('ends a lost unsafe action whose receipt shows it took effect with the recorded result', async () => {
+    const { runId, executionId, token } = await lostRun('lost-counter');
     await runs.mutate(runId, () => ({
       events: [],
       writes: [
@@ -178,10 +189,31 @@ describe('the reconciler', () => {
         }),
       ],
     }));
+    resumed.length = 0;
     advance(LEASE_MS + 1000);
 
     expect(await reconcile()).toMatchObject({ leasesExpired: 1, recovered: 1, pausedForOperator: 0 });
     expect((await runs.load(runId))?.run.status).not.toBe('paused');
+    expect(await runs.execution(runId, executionId)).toMatchObject({ status: 'succeeded' });
+    const ended = (await runs.events(runId, 0, 100)).filter((e) => e.type === 'step.succeeded');
+    expect(ended.map((e) => e.payload)).toEqual([
+      { kind: 'step', attempt: 1, output: { count: 1 }, fromReceipt: true },
+    ]);
+    expect(resumed.filter((r) => r.token === token).map((r) => r.output)).toEqual([
+      { stepId: 'only', kind: 'step', attempt: 1, succeeded: 1, failed: 0 },
+    ]);
+  });
+
+  it('gives a lost unsafe action that never started a new attempt instead of pausing the run', async () => {
+    const { runId, executionId } = await lostRun('lost-counter', false);
+    advance(LEASE_MS + 1000);
+
+    expect(await reconcile()).toMatchObject({ leasesExpired: 1, recovered: 1, pausedForOperator: 0 });
+    expect((await runs.load(runId))?.run.status).not.toBe('paused');
+    expect(await runs.execution(runId, executionId)).toMatchObject({
+      status: 'expired',
+      error: { code: 'LEASE_EXPIRED', retryable: true },
+    });
   });
 
   it('does not expire a lease that is still being renewed', async () => {
@@ -191,7 +223,7 @@ describe('the reconciler', () => {
     advance(LEASE_MS - 2000);
 
     expect(await reconcile()).toMatchObject({ leasesExpired: 0 });
-    expect(await runs.execution(runId, executionId)).toMatchObject({ status: 'leased', leaseOwner: 'worker-a' });
+    expect(await runs.execution(runId, executionId)).toMatchObject({ status: 'running', leaseOwner: 'worker-a' });
     advance(LEASE_MS);
     await reconcile();
   });

@@ -13,6 +13,7 @@ import { type LocalStack, LOCAL_NAMES } from '../../local/stack.js';
 import { makeRunStore } from '../../shared/adapters/dynamodb/run-store.js';
 import { makeWorkerStore } from '../../shared/adapters/dynamodb/worker-store.js';
 import { makeSfnCallbacks } from '../../shared/adapters/sfn.js';
+import { makeRecoverLost } from '../../shared/app/recovery.js';
 import { makeStepResults } from '../../shared/app/step-results.js';
 import type { SandboxProfileName } from '../../shared/domain/sandbox-profiles.js';
 import type { Backend } from '../../worker-container/backends/types.js';
@@ -53,6 +54,7 @@ export async function startRelayedWorker(stack: LocalStack, options: RelayedWork
   })();
   const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: stack.endpoints.DYNAMODB }));
   const runs = makeRunStore(doc, { state: LOCAL_NAMES.tables.state, events: LOCAL_NAMES.tables.events });
+  const callbacks = makeSfnCallbacks(new SFNClient({ endpoint: stack.endpoints.SFN }));
   const worker = new Worker({
     workerId: options.workerId,
     profile: options.profile,
@@ -63,11 +65,8 @@ export async function startRelayedWorker(stack: LocalStack, options: RelayedWork
     queueUrl: relayed,
     sqs,
     runs,
-    results: makeStepResults({
-      runs,
-      callbacks: makeSfnCallbacks(new SFNClient({ endpoint: stack.endpoints.SFN })),
-      clock: { now: () => new Date() },
-    }),
+    results: makeStepResults({ runs, callbacks, clock: { now: () => new Date() } }),
+    recover: makeRecoverLost({ runs, callbacks }),
     backends: options.backends,
     secrets: { get: () => Promise.reject(new Error('no secrets here')) },
     log: () => undefined,

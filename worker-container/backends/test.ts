@@ -5,7 +5,11 @@ import { ActionError, type Backend, sleep } from './types.js';
  * The built-in `test` backend (brief: "Built-in backend test"): echo, sleep, fail, flaky and
  * counter. Params arrive already checked against the catalogue.
  */
-export function makeTestBackend(counters: Counters): Backend {
+export function makeTestBackend(
+  counters: Counters,
+  /** Called after `counter` added one, before the result is recorded (the chaos suite's crash point). */
+  afterCount?: (key: string) => void,
+): Backend {
   return {
     name: 'test',
     actions: {
@@ -34,6 +38,7 @@ export function makeTestBackend(counters: Counters): Backend {
       },
       async counter({ params, output }) {
         const value = await counters.increment(String(params.key));
+        afterCount?.(String(params.key));
         output('stdout', `${String(params.key)} = ${value}`);
         return { output: { key: String(params.key), value } };
       },

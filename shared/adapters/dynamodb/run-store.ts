@@ -21,6 +21,7 @@ import {
   type RunEvent,
   runEventSchema,
 } from '../../domain/events.js';
+import { type LeaseClaim, leaseClaimOf } from '../../domain/recovery.js';
 import { runStateMachine, stepExecutionStateMachine, type RunStatus } from '../../domain/statuses.js';
 import { conditionally } from './conditional.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -111,6 +112,11 @@ export interface RunChange {
   /** Further writes, each with its own condition; any failing condition aborts the whole change. */
   readonly writes?: readonly TransactItem[];
 }
+
+/** What `acquireLease` got: the lease, a lost execution to recover, or nothing to do. */
+export type LeaseOutcome =
+  | { readonly claim: 'lease' | 'lost'; readonly execution: StepExecution }
+  | { readonly claim: Exclude<LeaseClaim, 'lease' | 'lost'> };
 
 /** Thrown when a write's own condition failed (not the chain head): the change no longer applies. */
 export class StaleWriteError extends Error {
@@ -366,8 +372,9 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
     },
 
     /**
-     * Takes the lease of an execution: only when pending, or when the previous holder's lease has
-     * expired. Resolves the leased execution, or undefined when someone else holds it or it ended.
+     * Takes the lease of an execution when `leaseClaimOf` allows it: pending, or leased by a holder
+     * that stopped renewing before it started. An execution whose holder was lost mid-action is
+     * never taken over: the caller gets it back as `lost`, to end it by the recovery rule.
      */
     async acquireLease(
       runId: string,
@@ -375,39 +382,46 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
       owner: string,
       now: Date,
       leaseMs: number,
-    ): Promise<StepExecution | undefined> {
+    ): Promise<LeaseOutcome> {
       const current = await this.execution(runId, executionId);
-      if (!current) return undefined;
-      const expired = current.leaseExpiresAt !== undefined && Date.parse(current.leaseExpiresAt) < now.getTime();
-      if (!(current.status === 'pending' || ((current.status === 'leased' || current.status === 'running') && expired)))
-        return undefined;
+      if (!current) return { claim: 'ended' };
+      const claim = leaseClaimOf(current, now);
+      if (claim === 'lost') return { claim, execution: current };
+      if (claim !== 'lease') return { claim };
       const leased: StepExecution = {
         ...current,
         status: 'leased',
         leaseOwner: owner,
         leaseExpiresAt: new Date(now.getTime() + leaseMs).toISOString(),
       };
-      return conditionally(async () => {
-        await client.send(
-          new UpdateCommand({
-            TableName: state,
-            Key: { pk: runKey(runId), sk: executionSk(executionId) },
-            UpdateExpression: 'SET se = :e, #status = :s, leaseUntil = :until, gsi2pk = :ipk, gsi2sk = :isk',
-            ConditionExpression: '#status = :was AND (attribute_not_exists(se.leaseOwner) OR se.leaseOwner = :prev)',
-            ExpressionAttributeNames: { '#status': 'status' },
-            ExpressionAttributeValues: {
-              ':e': leased,
-              ':s': 'leased',
-              ':until': leased.leaseExpiresAt,
-              ':ipk': LEASES_INDEX,
-              ':isk': leaseIndexKey(leased.leaseExpiresAt ?? '', runId, executionId).gsi2sk,
-              ':was': current.status,
-              ':prev': current.leaseOwner ?? '',
-            },
-          }),
-        );
-        return leased;
-      }, undefined);
+      return conditionally<LeaseOutcome, LeaseOutcome>(
+        async () => {
+          await client.send(
+            new UpdateCommand({
+              TableName: state,
+              Key: { pk: runKey(runId), sk: executionSk(executionId) },
+              UpdateExpression: 'SET se = :e, #status = :s, leaseUntil = :until, gsi2pk = :ipk, gsi2sk = :isk',
+              // Unchanged since it was read: same status and holder, and a lease still lapsed.
+              ConditionExpression:
+                '#status = :was AND (attribute_not_exists(se.leaseOwner) OR se.leaseOwner = :prev) AND ' +
+                '(attribute_not_exists(leaseUntil) OR leaseUntil < :now)',
+              ExpressionAttributeNames: { '#status': 'status' },
+              ExpressionAttributeValues: {
+                ':e': leased,
+                ':s': 'leased',
+                ':until': leased.leaseExpiresAt,
+                ':ipk': LEASES_INDEX,
+                ':isk': leaseIndexKey(leased.leaseExpiresAt ?? '', runId, executionId).gsi2sk,
+                ':was': current.status,
+                ':prev': current.leaseOwner ?? '',
+                ':now': now.toISOString(),
+              },
+            }),
+          );
+          return { claim: 'lease', execution: leased };
+        },
+        { claim: 'held' },
+      );
     },
 
     /** Extends a lease the caller holds; false when it no longer holds it. */

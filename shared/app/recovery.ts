@@ -1,0 +1,104 @@
+import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import { findAction } from '../domain/catalogue.js';
+import type { StepExecution } from '../domain/entities.js';
+import type { EventDraft } from '../domain/events.js';
+import { type LostVerdict, lostExecutionVerdict } from '../domain/recovery.js';
+import { runStateMachine } from '../domain/statuses.js';
+import type { TaskCallbacks } from './interpreter.js';
+import { draft } from './drafts.js';
+
+export interface RecoveryDeps {
+  readonly runs: RunStore;
+  readonly callbacks: TaskCallbacks;
+}
+
+/** The action a lost execution was running, as the runbook (or its command) names it. */
+export interface LostAction {
+  readonly backend: string;
+  readonly action: string;
+}
+
+/**
+ * Ends a step execution whose holder stopped renewing its lease, by `lostExecutionVerdict`:
+ * with the receipt's recorded result, as expired (the planner may give a new attempt), or as
+ * expired with the run paused for an operator. One transaction, guarded by the lease still being
+ * lapsed, so the reconciler and a worker that finds the same execution never both end it. Then
+ * resumes the interpreter if that completed the step.
+ *
+ * Input: the lost execution, the action it runs (undefined when unknown: not safe), `now`.
+ * Output: the verdict applied, or undefined when the execution was renewed or ended meanwhile.
+ */
+export function makeRecoverLost(deps: RecoveryDeps) {
+  const { runs } = deps;
+
+  return async function recoverLost(
+    lost: StepExecution,
+    body: LostAction | undefined,
+    now: Date,
+  ): Promise<LostVerdict | undefined> {
+    const receipt = await runs.receipt(lost.idempotencyKey);
+    const verdict = lostExecutionVerdict({
+      execution: lost,
+      hasReceipt: receipt !== undefined,
+      safeToRetry: body ? findAction(body.backend, body.action)?.safeToRetry : undefined,
+      action: body ? `${body.backend}.${body.action}` : 'the action',
+    });
+    const nowIso = now.toISOString();
+    const where = { stepId: lost.stepId, targetId: lost.targetId, meta: { workerId: lost.leaseOwner } };
+    const succeeded = verdict.kind === 'receipt';
+    const ended: StepExecution =
+      verdict.kind === 'receipt'
+        ? { ...lost, status: 'succeeded', endedAt: nowIso }
+        : { ...lost, status: 'expired', endedAt: nowIso, error: verdict.error };
+    const committed = await runs
+      .mutate(lost.runId, (current) => {
+        const pause =
+          verdict.kind === 'pause' &&
+          !runStateMachine.isTerminal(current.run.status) &&
+          current.run.status !== 'paused';
+        const ending: EventDraft =
+          verdict.kind === 'receipt'
+            ? draft(
+                'step.succeeded',
+                nowIso,
+                { kind: lost.kind, attempt: lost.attempt, output: receipt?.output ?? {}, fromReceipt: true },
+                where,
+              )
+            : draft(
+                'step.failed',
+                nowIso,
+                { kind: lost.kind, attempt: lost.attempt, outcome: 'expired', error: verdict.error },
+                where,
+              );
+        return {
+          events: [
+            ending,
+            ...(pause ? [draft('run.paused', nowIso, { reason: verdict.error.message, stepId: lost.stepId })] : []),
+          ],
+          ...(pause && { run: { status: 'paused' as const, error: verdict.error, updatedAt: nowIso } }),
+          writes: [
+            runs.expireExecution(ended, now),
+            runs.countResult(lost.runId, lost.kind, lost.stepId, lost.attempt, succeeded),
+          ],
+        };
+      })
+      .catch((err: unknown) => {
+        // Renewed or ended since it was read: nothing is lost.
+        if ((err as Error).name === 'StaleWriteError') return undefined;
+        throw err;
+      });
+    if (!committed) return undefined;
+    const completed = await runs.claimCompletion(lost.runId, lost.kind, lost.stepId, lost.attempt);
+    if (completed)
+      await deps.callbacks.succeed(completed.taskToken, {
+        stepId: lost.stepId,
+        kind: lost.kind,
+        attempt: lost.attempt,
+        succeeded: completed.succeeded,
+        failed: completed.failed,
+      });
+    return verdict;
+  };
+}
+
+export type RecoverLost = ReturnType<typeof makeRecoverLost>;
