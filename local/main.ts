@@ -67,10 +67,9 @@ async function main(): Promise<void> {
     stack.resumedExecutions.length > 0 ? `\n  resumed          ${stack.resumedExecutions.length} run(s) in flight` : ''
   }
 
-Register the hello runbook and start a run of it:
-  T=$(node -p "require('${home.startsWith('/') ? home : `./${home}`}/local.json').tokens.operator")
-  curl -s -X POST ${stack.restUrl}/runbooks -H "Authorization: Bearer $T" -H 'Content-Type: application/yaml' --data-binary @examples/runbooks/hello.yaml
-  curl -s -X POST ${stack.restUrl}/runs -H "Authorization: Bearer $T" -H "Idempotency-Key: $(date +%s)" -d '{"runbookId":"hello"}'
+Register the hello runbook and follow a run of it (the CLI reads ${home}/local.json):
+  npx capstan runbooks push examples/runbooks/hello.yaml
+  npx capstan run hello --wait
 
 Ctrl-C stops everything.`);
 }

@@ -192,8 +192,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         const { approvalId, requiredApprovals, stepId } = parsed.data.decision;
         log(
           `run ${runId} waits for approval ${approvalId} (step ${stepId}, ${requiredApprovals} approver(s)); decide: ` +
-            `curl -X POST ${restUrl}/v1/runs/${runId}/approvals/${approvalId} -H "authorization: Bearer $APPROVER" ` +
-            `-H 'content-type: application/json' -d '{"decision": "approve"}'`,
+            `npx capstan approve ${runId} ${approvalId} --as approver (or reject ... --notes "<why>")`,
         );
       },
     });
