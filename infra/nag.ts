@@ -157,7 +157,9 @@ export function acknowledgeFindings(
     'Every handler parses its request with a zod schema and answers 4xx naming the field; the WebSocket API has no request models.',
     ['AwsSolutions-APIG2'],
   );
-  acknowledge(stateless, 'This queue is itself the dead-letter destination of the event-stream mapping.', [
-    'AwsSolutions-SQS3',
-  ]);
+  acknowledge(
+    stateless,
+    'These queues are themselves dead-letter destinations (the event-stream mappings, ticket ingest).',
+    ['AwsSolutions-SQS3'],
+  );
 }
