@@ -94,7 +94,8 @@ export function makeIngestTicket(deps: IntakeDeps) {
       ...(ticket.priority && { priority: ticket.priority }),
       ...entry,
     };
-    deps.log('ticket event did not start a run', { ...record });
+    const { message, ...fields } = record;
+    deps.log(`ticket event did not start a run: ${message}`, fields);
     await deps.intake.record(record);
   };
 
