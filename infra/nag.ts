@@ -159,6 +159,16 @@ export function acknowledgeFindings(
   );
   acknowledge(
     stateless,
+    'The webhook route reads the signing key of the source named in its path, only under the webhooks prefix.',
+    [
+      wildcardResource(
+        stateless,
+        `arn:${stateless.partition}:secretsmanager:${stateless.region}:${stateless.account}:secret:${config.secretPrefix}/webhooks/*`,
+      ),
+    ],
+  );
+  acknowledge(
+    stateless,
     'These queues are themselves dead-letter destinations (the event-stream mappings, ticket ingest).',
     ['AwsSolutions-SQS3'],
   );
