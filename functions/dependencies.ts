@@ -1,7 +1,20 @@
 import { systemClock } from '../shared/app/ports.js';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { makeApprovalAlerts } from '../shared/adapters/approval-alerts.js';
-import { connectionsClient, eventBridgeClient, sfnClient, sqsClient } from '../shared/adapters/aws-clients.js';
+import {
+  connectionsClient,
+  eventBridgeClient,
+  secretsClient,
+  sfnClient,
+  sqsClient,
+} from '../shared/adapters/aws-clients.js';
+import { makeDynamoIntakeLog, makeDynamoWebhookNonces } from '../shared/adapters/dynamodb/intake-store.js';
+import { makeEventBridgeLifecycleBus } from '../shared/adapters/lifecycle-bus.js';
+import { makeSecretsManagerSource } from '../shared/adapters/secrets.js';
+import { makeSecretWebhookKeys } from '../shared/adapters/webhook-keys.js';
+import { makeIngestTicket } from '../shared/app/intake.js';
+import { makeCreateRun } from '../shared/app/runs.js';
+import { EMPTY_ROUTES, parseRoutes } from '../shared/domain/intake/routing.js';
 import { makeApprovalStore } from '../shared/adapters/dynamodb/approval-store.js';
 import { makeConnectionPoster } from '../shared/adapters/connection-poster.js';
 import { makeConnectionStore, makeSubscriptionStore } from '../shared/adapters/dynamodb/connection-store.js';
@@ -99,3 +112,40 @@ export const reconcilerDeps = () => ({
   interpreter: makeSfnInterpreterControl(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
   alerts: approvalAlerts(),
 });
+
+const intakeLogger = () => new Logger({ serviceName: 'capstan-intake' });
+
+/** For ticket intake (EventBridge and webhooks): the routing document and the create-run use case. */
+export const intakeDeps = () => {
+  const logger = intakeLogger();
+  const routesText = config().CAPSTAN_ROUTES;
+  const routes = routesText === undefined ? EMPTY_ROUTES : parseRoutes(routesText);
+  const intake = makeDynamoIntakeLog(documentClient, config().CAPSTAN_STATE_TABLE);
+  const ingest = makeIngestTicket({
+    routes,
+    defaultTenant: config().CAPSTAN_PLATFORM_TENANT,
+    createRun: makeCreateRun(runDeps()),
+    intake,
+    clock: systemClock,
+    log: (message, fields) => logger.warn(message, fields),
+  });
+  return {
+    routes,
+    ingest,
+    intake,
+    clock: systemClock,
+    platformTenant: config().CAPSTAN_PLATFORM_TENANT,
+    keys: makeSecretWebhookKeys(makeSecretsManagerSource(secretsClient()), config().CAPSTAN_PREFIX),
+    nonces: makeDynamoWebhookNonces(documentClient, config().CAPSTAN_STATE_TABLE),
+  };
+};
+
+/** For the lifecycle publisher: the bus and the runs it reads tickets from. */
+export const lifecycleDeps = () => {
+  const logger = new Logger({ serviceName: 'capstan-lifecycle' });
+  return {
+    bus: makeEventBridgeLifecycleBus(eventBridgeClient(), config().CAPSTAN_EVENT_BUS),
+    runs: runs(),
+    log: (message: string, fields: Record<string, unknown>) => logger.warn(message, fields),
+  };
+};

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { App } from 'aws-cdk-lib';
 import { z } from 'zod';
 import { parsePolicy } from '../shared/domain/policy.js';
+import { checkRoutes, readRoutes, runbookNamesIn } from '../shared/resources/intake-routes.js';
 import {
   environmentSchema,
   SANDBOX_PROFILE_NAMES,
@@ -41,6 +42,10 @@ export const deploymentConfigSchema = z.strictObject({
     .default('capstan'),
   /** A JSON policy document (docs/policy.md), checked at synth; the built-in default when empty. */
   policyFile: z.string().default(''),
+  /** The ticket routing document (JSON, docs/intake.md), checked at synth; no rule when empty. */
+  routesFile: z.string().default(''),
+  /** The runbooks the deployment registers: a routing rule must name one of them. */
+  runbooksDir: z.string().default('examples/runbooks'),
   /** A Slack-compatible incoming webhook for approval requests and escalations; none when empty. */
   notifyWebhookUrl: z.union([z.url(), z.literal('')]).default(''),
 });
@@ -59,6 +64,8 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
     'profiles',
     'secretPrefix',
     'policyFile',
+    'routesFile',
+    'runbooksDir',
     'notifyWebhookUrl',
   ] as const;
   const raw: Record<string, unknown> = {};
@@ -81,4 +88,20 @@ export function policyText(config: Pick<DeploymentConfig, 'policyFile'>): string
   const policy = parsePolicy(text);
   if (policy instanceof Error) throw new Error(`capstan:policyFile ${config.policyFile}: ${policy.message}`);
   return JSON.stringify(policy);
+}
+
+/**
+ * The routing document as the intake functions read it, checked now: a bad document, or a rule
+ * whose runbook is not among `capstan:runbooksDir`'s files, fails synth.
+ */
+export function routesText(config: Pick<DeploymentConfig, 'routesFile' | 'runbooksDir' | 'platformTenant'>): string {
+  if (config.routesFile === '') return '';
+  const routes = readRoutes(config.routesFile);
+  const names = runbookNamesIn(config.runbooksDir);
+  try {
+    checkRoutes(routes, (_tenant, runbook) => names.has(runbook), config.platformTenant);
+  } catch (error) {
+    throw new Error(`capstan:routesFile ${config.routesFile}: ${(error as Error).message}`);
+  }
+  return JSON.stringify(routes);
 }

@@ -157,7 +157,19 @@ export function acknowledgeFindings(
     'Every handler parses its request with a zod schema and answers 4xx naming the field; the WebSocket API has no request models.',
     ['AwsSolutions-APIG2'],
   );
-  acknowledge(stateless, 'This queue is itself the dead-letter destination of the event-stream mapping.', [
-    'AwsSolutions-SQS3',
-  ]);
+  acknowledge(
+    stateless,
+    'The webhook route reads the signing key of the source named in its path, only under the webhooks prefix.',
+    [
+      wildcardResource(
+        stateless,
+        `arn:${stateless.partition}:secretsmanager:${stateless.region}:${stateless.account}:secret:${config.secretPrefix}/webhooks/*`,
+      ),
+    ],
+  );
+  acknowledge(
+    stateless,
+    'These queues are themselves dead-letter destinations (the event-stream mappings, ticket ingest).',
+    ['AwsSolutions-SQS3'],
+  );
 }

@@ -10,7 +10,8 @@ import { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { ROUTES } from '../shared/resources/routes.js';
 import type { TableKey } from '../shared/resources/tables.js';
-import { type DeploymentConfig, policyText } from './config.js';
+import { type DeploymentConfig, policyText, routesText } from './config.js';
+import { LifecyclePublisher } from './constructs/lifecycle-publisher.js';
 import { LiveStream } from './constructs/live-stream.js';
 import { Operations } from './constructs/operations.js';
 import { Reconciler } from './constructs/reconciler.js';
@@ -42,6 +43,8 @@ export class StatelessStack extends Stack {
   constructor(scope: Construct, id: string, props: StatelessStackProps) {
     super(scope, id, props);
     const { config, stateful } = props;
+    // Checked before anything is built: a bad routing document fails synth with its file name.
+    const routesDocument = routesText(config);
     const names = physicalNames(config.prefix, this);
     // The stateful resources, addressed by name: grants carry plain ARNs, no stack export.
     const byName = (key: TableKey, streamArn?: string) =>
@@ -89,6 +92,8 @@ export class StatelessStack extends Stack {
       resources,
       apiName: `${config.prefix}-api`,
       routes: ROUTES,
+      routesDocument,
+      secretPrefix: config.secretPrefix,
       notifyWebhookUrl: config.notifyWebhookUrl,
       jwt: { issuer: config.jwtIssuer, jwksUrl: config.jwksUrl, audience: config.jwtAudience },
     });
@@ -101,7 +106,8 @@ export class StatelessStack extends Stack {
       resources,
       notifyWebhookUrl: config.notifyWebhookUrl,
     });
-    const ticketIngest = new TicketIngest(this, 'TicketIngest', { resources });
+    const ticketIngest = new TicketIngest(this, 'TicketIngest', { resources, routesDocument });
+    const lifecycle = new LifecyclePublisher(this, 'LifecyclePublisher', { resources });
     const workers = new Workers(this, 'Workers', { resources, secretPrefix: config.secretPrefix });
 
     const functions = new Map<string, NodejsFunction>([
@@ -110,6 +116,7 @@ export class StatelessStack extends Stack {
       ...liveStream.functions,
       ['reconciler', reconciler.function],
       ['ticket-ingest', ticketIngest.function],
+      ['lifecycle-publisher', lifecycle.function],
     ]);
     new Operations(this, 'Operations', {
       dashboardName: `${config.prefix}-operations`,

@@ -13,6 +13,7 @@ const MODULES: Readonly<Record<string, string>> = {
   broadcaster: '../functions/broadcaster.ts',
   reconciler: '../functions/reconciler.ts',
   'ticket-ingest': '../functions/ticket-ingest.ts',
+  'lifecycle-publisher': '../functions/lifecycle-publisher.ts',
 };
 
 type Handler = (event: unknown, context: Context) => Promise<unknown>;

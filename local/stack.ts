@@ -14,6 +14,7 @@ import { waitingTaskInputSchema } from '../functions/workflow/task-input.js';
 import type { JsonService } from './aws-json.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalEventBridge } from './eventbridge.js';
+import { asyncTarget, isTicketEvent, lambdaEnvelope, prepareRoutes } from './intake.js';
 import { type Gateway, startGateway, WEBSOCKET_PATH } from './gateway.js';
 import { makeLocalIssuer, type LocalIssuer } from './issuer.js';
 import { invokeLocal } from './lambdas.js';
@@ -168,6 +169,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       CAPSTAN_PLATFORM_TENANT: process.env.CAPSTAN_PLATFORM_TENANT ?? 'local',
       ...options.env,
     };
+    // Ticket routing, checked before anything can receive a ticket (docs/intake.md).
+    const routes = await prepareRoutes(env.CAPSTAN_ROUTES ?? process.env.CAPSTAN_ROUTES, {
+      dynamoEndpoint: dynamo.endpoint,
+      stateTable: LOCAL_NAMES.tables.state,
+      defaultTenant: env.CAPSTAN_PLATFORM_TENANT ?? 'local',
+    });
+    if (routes !== undefined) env.CAPSTAN_ROUTES = routes;
     Object.assign(process.env, env);
 
     const invoke = (name: string, event: unknown) => invokeLocal(name, event, PREFIX);
@@ -196,6 +204,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         );
       },
     });
+    const ticketIngest = asyncTarget({
+      invoke: (event) => invoke('ticket-ingest', event),
+      deadLetterFile: join(dataDir, 'ticket-ingest-dlq.jsonl'),
+      log,
+    });
     const services: JsonService[] = [
       await startLocalSecrets({
         port: port + 4,
@@ -203,10 +216,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         exampleFile: join(ROOT, 'local', 'secrets.example.json'),
         region: REGION,
       }),
-      await startLocalEventBridge({ port: port + 5, logFile: join(dataDir, 'eventbridge.jsonl') }),
+      await startLocalEventBridge({
+        port: port + 5,
+        logFile: join(dataDir, 'eventbridge.jsonl'),
+        // The ticket rule of the CDK stack: Ticket events go to the ingest function.
+        onEvent: (event) => {
+          if (isTicketEvent(event)) ticketIngest.send(lambdaEnvelope(event, REGION, ACCOUNT));
+        },
+      }),
     ];
     cleanups.push(async () => {
       for (const service of services) await service.close();
+      await ticketIngest.drain();
     });
     const demo = await startDemoService(port + 8);
     cleanups.push(() => demo.close());
@@ -238,6 +259,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
     await broadcast.start();
     cleanups.push(() => broadcast.stop());
+    // A second consumer of the same stream, as in AWS: lifecycle events out on the bus.
+    const lifecycle = new StreamMapping({
+      endpoint: dynamo.endpoint,
+      region: REGION,
+      tableName: LOCAL_NAMES.tables.events,
+      handler: (event: DynamoDBStreamEvent) => invoke('lifecycle-publisher', event),
+      checkpointFile: join(dataDir, 'streams', 'lifecycle.json'),
+      log,
+    });
+    await lifecycle.start();
+    cleanups.push(() => lifecycle.stop());
 
     // The schedule invokes the reconciler; locally one sweep per tick, never two at once.
     let reconciling = false;

@@ -31,6 +31,8 @@ export const configSchema = z.object({
   CAPSTAN_NOTIFY_WEBHOOK_URL: z.url().optional(),
   /** The deployment's policy document (JSON, see docs/policy.md); the built-in default when unset. */
   CAPSTAN_POLICY: z.string().optional(),
+  /** The routing document for ticket intake (JSON, see docs/intake.md); no rule matches when unset. */
+  CAPSTAN_ROUTES: z.string().optional(),
   /** Where links in notifications point: `<base>/v1/runs/<id>`. */
   CAPSTAN_LINK_BASE_URL: z.url().optional(),
 });

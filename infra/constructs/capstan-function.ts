@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -21,6 +22,8 @@ export interface CapstanFunctionProps {
   readonly logKey?: IKey;
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /** Where Lambda keeps asynchronous invocations that failed every retry. @default none */
+  readonly deadLetterQueue?: IQueue;
 }
 
 /**
@@ -52,6 +55,7 @@ export class CapstanFunction extends Construct {
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(29),
       logGroup: this.logGroup,
+      ...(props.deadLetterQueue && { deadLetterQueue: props.deadLetterQueue }),
       loggingFormat: LoggingFormat.JSON,
       environment: {
         NODE_OPTIONS: '--enable-source-maps',

@@ -19,6 +19,7 @@ import { ErrorGatewayResponses } from './gateway-responses.js';
 import { grantReconcile } from './reconciler.js';
 import { CapstanFunction } from './capstan-function.js';
 import { grantRunState, queueEnvironment, type RunResources } from './run-resources.js';
+import { grantIngestTickets } from './ticket-ingest.js';
 
 /** Who issues the JWTs the API accepts. */
 export interface JwtSettings {
@@ -34,6 +35,10 @@ export interface RestApiProps {
   readonly resources: RunResources;
   /** Slack-compatible webhook an admin's forced sweep posts escalations to; none when empty. @default '' */
   readonly notifyWebhookUrl?: string;
+  /** The ticket routing document (JSON) the webhook route reads. @default '' (no rule) */
+  readonly routesDocument?: string;
+  /** Where webhook signing keys live: `<secretPrefix>/webhooks/<source>`. @default 'capstan' */
+  readonly secretPrefix?: string;
   /** Name of the API; also the prefix of its resources. */
   readonly apiName: string;
   /** One function per route, named for its handler module under `functions/api/`. */
@@ -113,8 +118,7 @@ export class RestApi extends Construct {
         requestValidator,
       });
       grantRunState(resources, handler, route.method === 'GET' ? 'read' : 'read-write');
-      for (const access of route.access ?? [])
-        this.grantRouteAccess(handler, access, resources, props.notifyWebhookUrl);
+      for (const access of route.access ?? []) this.grantRouteAccess(handler, access, resources, props);
     }
     this.functions = functions;
   }
@@ -123,7 +127,7 @@ export class RestApi extends Construct {
     handler: NodejsFunction,
     access: RouteAccess,
     resources: RunResources,
-    notifyWebhookUrl: string | undefined,
+    props: RestApiProps,
   ): void {
     switch (access) {
       case 'start-runs':
@@ -145,7 +149,10 @@ export class RestApi extends Construct {
         return;
       case 'reconcile':
         // An admin's forced sweep does what the scheduled reconciler does.
-        grantReconcile(resources, handler, notifyWebhookUrl);
+        grantReconcile(resources, handler, props.notifyWebhookUrl);
+        return;
+      case 'ingest-tickets':
+        grantIngestTickets(handler, props.routesDocument ?? '', props.secretPrefix ?? 'capstan');
         return;
       default: {
         const unknown: never = access;

@@ -10,6 +10,7 @@ import {
   type RunbookVersion,
   type StepExecution,
   ticketSchema,
+  type Trigger,
 } from '../domain/entities.js';
 import { MAX_INPUTS_BYTES, storableJsonObject } from '../domain/storable.js';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
@@ -82,6 +83,8 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
     principal: Principal;
     body: CreateRunBody;
     idempotencyKey?: string;
+    /** What started the run when it is not an API call (a ticket event). */
+    trigger?: Trigger;
   }): Promise<{ runId: string; status: RunStatus; created: boolean }> {
     const { principal, body } = input;
     requireRole(principal, ['operator', 'admin'], 'starting a run');
@@ -115,6 +118,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
       status: 'queued',
       inputs,
       ...(body.ticket && { ticket: body.ticket }),
+      ...(input.trigger && { trigger: input.trigger }),
       priority: body.priority,
       ...(input.idempotencyKey && { idempotencyKey: input.idempotencyKey }),
       requestedBy: principal.subject,
@@ -138,6 +142,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
             requestedBy: run.requestedBy,
             priority: run.priority,
             ...(run.ticket && { ticket: run.ticket }),
+            ...(run.trigger && { trigger: run.trigger }),
           },
           meta: {},
         },
@@ -166,13 +171,19 @@ async function startRun(deps: Omit<RunDeps, 'callbacks'>, run: Run): Promise<voi
 
 export const listRunsQuerySchema = z.strictObject({
   status: z.enum(RUN_STATUSES).optional(),
+  /** A ticket's runs only (within the caller's tenant). */
+  ticket: z.string().min(1).max(200).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(25),
   cursor: z.string().optional(),
 });
 
 export function makeListRuns(deps: Pick<RunDeps, 'runs'>) {
-  return (principal: Principal, query: z.infer<typeof listRunsQuerySchema>): Promise<Page<Run>> =>
-    deps.runs.list(principal.tenantId, query);
+  return async (principal: Principal, query: z.infer<typeof listRunsQuerySchema>): Promise<Page<Run>> => {
+    if (query.ticket === undefined) return deps.runs.list(principal.tenantId, query);
+    // A ticket has few runs: its page is filtered by status here rather than by an index.
+    const page = await deps.runs.listByTicket(principal.tenantId, query.ticket, query);
+    return query.status ? { ...page, items: page.items.filter((run) => run.status === query.status) } : page;
+  };
 }
 
 /** How one step stands in a run view. */

@@ -26,6 +26,15 @@ export const ticketSchema = z.strictObject({
   source: storableTextSchema.min(1).max(100),
 });
 
+/** What started a run: an API call, or a ticket event from EventBridge or a signed webhook. */
+export const triggerSchema = z.strictObject({
+  type: z.enum(['api', 'eventbridge', 'webhook']),
+  source: z.string().min(1).max(100),
+  /** The ticket id and the event id: the same ticket event twice is one run. */
+  ref: z.string().min(1).max(500),
+});
+export type Trigger = z.infer<typeof triggerSchema>;
+
 /** A stored runbook version: immutable, addressed by id and version, identified by digest. */
 export const runbookVersionSchema = z.strictObject({
   tenantId: z.string(),
@@ -55,6 +64,7 @@ export const runSchema = z.strictObject({
   status: runStatusSchema,
   inputs: z.record(z.string(), z.json()),
   ticket: ticketSchema.optional(),
+  trigger: triggerSchema.optional(),
   priority: prioritySchema,
   idempotencyKey: z.string().optional(),
   requestedBy: z.string(),

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { createRunBodySchema, eventsQuerySchema, idempotencyKeySchema, listRunsQuerySchema } from '../app/runs.js';
 import { resumeBodySchema } from '../app/approvals.js';
+import { unroutedQuerySchema, webhookPathSchema } from '../app/intake.js';
+import { ticketEventSchema } from '../domain/intake/ticket.js';
 import { listWorkersQuerySchema, workerPathSchema } from '../app/workers.js';
 import { decisionBodySchema } from '../domain/approvals.js';
 import {
@@ -185,11 +187,39 @@ export interface RouteSchemas {
   readonly response: { readonly status: number; readonly schema: z.ZodType; readonly alsoStatus?: number };
 }
 
+/** A webhook's answer: the run (an existing one for a redelivery), or `matched: false`. */
+export const webhookAcceptedSchema = z.looseObject({
+  runId: z.string().optional(),
+  status: runStatusSchema.optional(),
+  duplicate: z.boolean().optional(),
+  rule: z.string().optional(),
+  matched: z.boolean().optional(),
+});
+export const webhookHeadersSchema = z.object({
+  'X-Capstan-Signature': z.string().regex(/^sha256=[0-9a-f]{64}$/),
+  'X-Capstan-Timestamp': z.string().regex(/^\d+$/),
+});
+export const unroutedPageSchema = z.looseObject({
+  tickets: z.array(
+    z.looseObject({ at: z.string(), via: z.string(), source: z.string(), ticketId: z.string(), reason: z.string() }),
+  ),
+  nextCursor: z.string().optional(),
+});
+
 export const REQUEST_BODIES = {
   runbook: { schema: runbookDocumentSchema, yaml: true },
   createRun: { schema: createRunBodySchema },
   decision: { schema: decisionBodySchema },
   resume: { schema: resumeBodySchema },
+  /** The generic ticket body; ServiceNow and Jira sources send their own (docs/intake.md). */
+  ticket: { schema: ticketEventSchema.partial({ source: true }) },
 } as const;
 
-export { eventsQuerySchema, listRunsQuerySchema, listWorkersQuerySchema, workerPathSchema };
+export {
+  eventsQuerySchema,
+  listRunsQuerySchema,
+  listWorkersQuerySchema,
+  unroutedQuerySchema,
+  webhookPathSchema,
+  workerPathSchema,
+};

@@ -14,7 +14,7 @@ export interface RouteSpec {
   readonly path: string;
   /** Handler module name in `functions/api/<handler>.ts`. */
   readonly handler: string;
-  /** False only for the health check. */
+  /** False for the health check, the OpenAPI document and the signed webhooks (their signature authenticates). */
   readonly authorized: boolean;
   /** Roles allowed to call; enforced again in the use case. */
   readonly roles: readonly Role[];
@@ -28,9 +28,9 @@ export interface RouteSpec {
  * `start-runs`: start interpreter executions. `resume-runs`: send task success/failure to a
  * waiting execution. `check-health`: describe the tables, state machine, queues and bucket.
  * `reconcile`: what the scheduled reconciler may do (read and restart executions, resume tasks,
- * send commands).
+ * send commands). `ingest-tickets`: read the webhook signing keys and the routing document.
  */
-export type RouteAccess = 'start-runs' | 'resume-runs' | 'check-health' | 'reconcile';
+export type RouteAccess = 'start-runs' | 'resume-runs' | 'check-health' | 'reconcile' | 'ingest-tickets';
 
 const ANY_ROLE: readonly Role[] = ['viewer', 'operator', 'approver', 'admin'];
 const OPERATE: readonly Role[] = ['operator', 'admin'];
@@ -193,6 +193,33 @@ export const ROUTES: readonly RouteSpec[] = [
       params: api.approvalPathSchema,
       body: api.REQUEST_BODIES.decision,
       response: { status: 200, schema: api.decisionResultSchema },
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/webhooks/{source}',
+    handler: 'webhook',
+    authorized: false,
+    roles: [],
+    access: ['start-runs', 'ingest-tickets'],
+    schemas: {
+      summary: 'A signed ticket webhook: routed like a Ticket event, 202 with the run (docs/intake.md)',
+      params: api.webhookPathSchema,
+      headers: api.webhookHeadersSchema,
+      body: api.REQUEST_BODIES.ticket,
+      response: { status: 202, schema: api.webhookAcceptedSchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/intake/unrouted',
+    handler: 'list-unrouted',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: 'Ticket events that started no run (no rule matched, an active run, ...), newest first',
+      query: api.unroutedQuerySchema,
+      response: { status: 200, schema: api.unroutedPageSchema },
     },
   },
   {

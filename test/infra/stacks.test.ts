@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
@@ -26,7 +29,7 @@ const resources = (template: Template, type: string) =>
   Object.entries(template.findResources(type)) as Array<[string, Resource]>;
 /** A logical id without the name of the stack part (construct) that holds the resource. */
 const inPart = (id: string) =>
-  id.replace(/^(RunInterpreter|RestApi|LiveStream|Reconciler|TicketIngest|Workers|Operations)/, '');
+  id.replace(/^(RunInterpreter|RestApi|LiveStream|Reconciler|TicketIngest|LifecyclePublisher|Workers|Operations)/, '');
 
 describe('the stateful stack', () => {
   it('keeps the event log with point-in-time recovery and a NEW_IMAGE stream', () => {
@@ -175,7 +178,50 @@ describe('the stateless stack', () => {
 
   it('schedules the reconciler every minute and routes ticket events', () => {
     stateless.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)' });
-    stateless.hasResourceProperties('AWS::Events::Rule', { EventPattern: { source: ['capstan.tickets'] } });
+    stateless.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: { source: [{ 'anything-but': ['capstan'] }], 'detail-type': ['Ticket'] },
+      Targets: [
+        Match.objectLike({
+          DeadLetterConfig: { Arn: Match.anyValue() },
+          RetryPolicy: Match.objectLike({ MaximumRetryAttempts: 8 }),
+        }),
+      ],
+    });
+  });
+
+  it('gives the ticket ingest function a dead-letter queue and only the access it needs', () => {
+    const ingest = resources(stateless, 'AWS::Lambda::Function').filter(([id]) => id.startsWith('TicketIngest'));
+    expect(ingest).toHaveLength(1);
+    expect(ingest[0]![1].Properties.DeadLetterConfig).toEqual({ TargetArn: expect.anything() });
+    const actions = actionsOf('Fnticketingest');
+    expect(actions).toEqual(expect.arrayContaining(['states:StartExecution', 'dynamodb:PutItem', 'sqs:SendMessage']));
+    for (const denied of [
+      'states:SendTaskSuccess',
+      'states:StopExecution',
+      'secretsmanager:GetSecretValue',
+      'events:PutEvents',
+    ])
+      expect(actions).not.toContain(denied);
+  });
+
+  it('lets the webhook route read only the webhook signing keys', () => {
+    const statements = resources(stateless, 'AWS::IAM::Policy')
+      .filter(([id]) => inPart(id).startsWith('Fnapiwebhook'))
+      .flatMap(([, p]) => (p.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement);
+    const secrets = statements.filter((st) => st.Action === 'secretsmanager:GetSecretValue');
+    expect(secrets).toHaveLength(1);
+    expect(JSON.stringify(secrets[0]!.Resource)).toContain(':secret:capstan/webhooks/*');
+    expect(actionsOf('Fnapiwebhook')).toContain('states:StartExecution');
+  });
+
+  it('publishes lifecycle events from the event-log stream with retries and a failure destination', () => {
+    expect(actionsOf('Fnlifecyclepublisher')).toContain('events:PutEvents');
+    expect(actionsOf('Fnlifecyclepublisher')).not.toContain('dynamodb:PutItem');
+    stateless.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      MaximumRetryAttempts: 10,
+      DestinationConfig: { OnFailure: { Destination: Match.anyValue() } },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
   });
 
   it('alarms on every dead-letter queue and has a dashboard', () => {
@@ -192,6 +238,8 @@ describe('the stateless stack', () => {
     expect(open.map(([id]) => id).sort()).toEqual([
       expect.stringMatching(/^RestApiv1healthGET/),
       expect.stringMatching(/^RestApiv1openapijsonGET/),
+      // A webhook's signature authenticates it (docs/intake.md).
+      expect.stringMatching(/^RestApiv1webhookssourcePOST/),
     ]);
   });
 
@@ -229,6 +277,30 @@ describe('the stateless stack', () => {
       expect.arrayContaining(['sqs:GetQueueAttributes', 'states:DescribeStateMachine', 's3:ListBucket']),
     );
     expect(actionsOf('Fnapihealth')).not.toContain('dynamodb:PutItem');
+  });
+});
+
+describe('the routing document at synth', () => {
+  const withRoutes = (doc: unknown) => {
+    const dir = mkdtempSync(join(tmpdir(), 'capstan-routes-'));
+    const file = join(dir, 'routes.json');
+    writeFileSync(file, JSON.stringify(doc));
+    return new App({ context: { ...CONTEXT, 'capstan:routesFile': file } });
+  };
+
+  it('passes a checked routing document to the intake functions', () => {
+    const built = buildApp(withRoutes({ rules: [{ id: 'alerts', match: { type: 'alert' }, runbook: 'hello' }] }));
+    const template = Template.fromStack(built.stateless);
+    const ingest = Object.entries(template.findResources('AWS::Lambda::Function')).filter(([id]) =>
+      id.startsWith('TicketIngest'),
+    ) as Array<[string, Resource]>;
+    expect(JSON.stringify(ingest[0]![1].Properties.Environment)).toContain('CAPSTAN_ROUTES');
+  });
+
+  it('fails synthesis when a rule names an unknown runbook', () => {
+    expect(() => buildApp(withRoutes({ rules: [{ id: 'bad', runbook: 'no-such-runbook' }] }))).toThrow(
+      /capstan:routesFile .*rule 'bad' -> 'no-such-runbook'/,
+    );
   });
 });
 

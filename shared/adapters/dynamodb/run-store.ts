@@ -23,8 +23,10 @@ import {
 } from '../../domain/events.js';
 import { type LeaseClaim, leaseClaimOf } from '../../domain/recovery.js';
 import { runStateMachine, stepExecutionStateMachine, type RunStatus } from '../../domain/statuses.js';
+import { TicketBusyError } from '../../domain/intake/ticket.js';
 import { conditionally } from './conditional.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { activeTicketRun, listTicketRuns, ticketClaimItems, ticketReleaseItem } from './ticket-items.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -187,6 +189,10 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
         ...eventPuts(chained),
         ...(change.writes ?? []),
       ];
+      // The run that ends frees its ticket for the next one, in the same transaction.
+      const release = !runStateMachine.isTerminal(record.run.status) && runStateMachine.isTerminal(run.status);
+      const freed = release ? ticketReleaseItem(state, run) : undefined;
+      if (freed) items.push(freed);
       try {
         await client.send(new TransactWriteCommand({ TransactItems: items }));
         return { record: { ...record, run, head }, events: chained };
@@ -255,21 +261,34 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
             ConditionExpression: 'attribute_not_exists(pk)',
           },
         });
-      try {
-        await client.send(new TransactWriteCommand({ TransactItems: items }));
-        return { created: true };
-      } catch (error) {
-        if (!(error instanceof TransactionCanceledException) || !idempotency) throw error;
-        const { Item } = await client.send(
-          new GetCommand({
-            TableName: state,
-            Key: { pk: idempotencyKey(run.tenantId, idempotency.key), sk: 'META' },
-            ConsistentRead: true,
-          }),
-        );
-        if (!Item) throw error;
-        const held = z.object({ runId: z.string(), requestHash: z.string() }).parse(Item);
-        return { created: false, ...held };
+      // A ticket has one active run: its claim commits with the run or not at all.
+      items.push(...ticketClaimItems(state, run));
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await client.send(new TransactWriteCommand({ TransactItems: items }));
+          return { created: true };
+        } catch (error) {
+          if (!(error instanceof TransactionCanceledException)) throw error;
+          if (idempotency) {
+            const { Item } = await client.send(
+              new GetCommand({
+                TableName: state,
+                Key: { pk: idempotencyKey(run.tenantId, idempotency.key), sk: 'META' },
+                ConsistentRead: true,
+              }),
+            );
+            if (Item) {
+              const held = z.object({ runId: z.string(), requestHash: z.string() }).parse(Item);
+              return { created: false, ...held };
+            }
+          }
+          const holder = run.ticket && (await activeTicketRun(client, state, run.tenantId, run.ticket.id));
+          if (run.ticket && holder) throw new TicketBusyError(run.ticket.id, holder);
+          // Two creations raced on the same key or ticket and neither has committed yet: try again.
+          const conflict = (error.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict');
+          if (!conflict || attempt >= 5) throw error;
+          await new Promise((r) => setTimeout(r, Math.random() * 20 * (attempt + 1)));
+        }
       }
     },
 
@@ -304,6 +323,10 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: { state: st
       } while (startKey && items.length < options.limit);
       return { items, nextCursor: encodeCursor(startKey, scope) };
     },
+
+    /** A ticket's runs in one tenant, newest first. */
+    listByTicket: (tenantId: string, ticketId: string, options: { limit: number; cursor?: string }) =>
+      listTicketRuns(client, state, tenantId, ticketId, options),
 
     async executions(runId: string): Promise<StepExecution[]> {
       const found: StepExecution[] = [];

@@ -1,0 +1,93 @@
+import type { Run } from '../domain/entities.js';
+import type { EventType } from '../domain/events.js';
+
+/**
+ * The run lifecycle events that go out on the event bus (brief, "Intake"), so a ticket system can
+ * follow its ticket's run. `approval.requested` is the run waiting for approval.
+ */
+export const LIFECYCLE_TYPES: ReadonlySet<EventType> = new Set<EventType>([
+  'run.created',
+  'run.throttled',
+  'run.started',
+  'approval.requested',
+  'run.paused',
+  'run.succeeded',
+  'run.failed',
+  'run.cancelled',
+]);
+
+/** One appended event as the event log's stream carries it. */
+export interface AppendedEvent {
+  readonly runId: string;
+  readonly tenantId: string;
+  readonly seq: number;
+  readonly type: string;
+  readonly eventId: string;
+  readonly timestamp: string;
+  /** The stream position, which the mapping retries from. */
+  readonly position: string;
+}
+
+/** What goes out: detail-type is the event type, `source` is `capstan`. */
+export interface LifecycleMessage {
+  readonly detailType: string;
+  readonly detail: Readonly<Record<string, unknown>>;
+}
+
+/** The event bus; resolves how many of the messages (a prefix, in order) it accepted. */
+export interface LifecycleBus {
+  publish(messages: readonly LifecycleMessage[]): Promise<number>;
+}
+
+export interface LifecycleDeps {
+  readonly bus: LifecycleBus;
+  readonly runs: { load(runId: string): Promise<{ run: Run } | undefined> };
+  readonly log: (message: string, fields: Record<string, unknown>) => void;
+}
+
+/** The detail of one lifecycle event: the run, its ticket and trigger, and its tenant. */
+export function lifecycleDetail(event: AppendedEvent, run: Run | undefined): Record<string, unknown> {
+  return {
+    eventId: event.eventId,
+    type: event.type,
+    runId: event.runId,
+    seq: event.seq,
+    tenantId: event.tenantId,
+    timestamp: event.timestamp,
+    ...(run && {
+      runbookId: run.runbookId,
+      runbookVersion: run.runbookVersion,
+      status: run.status,
+      ...(run.ticket && { ticket: run.ticket }),
+      ...(run.trigger && { trigger: run.trigger }),
+    }),
+  };
+}
+
+/**
+ * Publishes the lifecycle events among appended ones, in stream order.
+ * Output: the stream position to retry from when the bus refused some, else undefined.
+ * The run never waits for this: it reads the log's stream after the fact, so a failing bus
+ * delays the messages and never the run; the stream mapping retries from the first one not sent.
+ */
+export function makePublishLifecycle(deps: LifecycleDeps) {
+  return async (appended: readonly AppendedEvent[]): Promise<string | undefined> => {
+    const wanted = appended.filter((e) => LIFECYCLE_TYPES.has(e.type as EventType));
+    const runs = new Map<string, Run | undefined>();
+    for (let from = 0; from < wanted.length; from += 10) {
+      const chunk = wanted.slice(from, from + 10);
+      let accepted = 0;
+      try {
+        for (const event of chunk)
+          if (!runs.has(event.runId)) runs.set(event.runId, (await deps.runs.load(event.runId))?.run);
+        accepted = await deps.bus.publish(
+          chunk.map((event) => ({ detailType: event.type, detail: lifecycleDetail(event, runs.get(event.runId)) })),
+        );
+      } catch (error) {
+        deps.log('lifecycle events not published; the stream retries them', { error: (error as Error).message });
+      }
+      if (accepted < chunk.length) return chunk[accepted]?.position;
+    }
+    return undefined;
+  };
+}

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { type AppendedEvent, type LifecycleMessage, makePublishLifecycle } from '../../../shared/app/lifecycle.js';
+import type { Run } from '../../../shared/domain/entities.js';
+
+const run = {
+  runId: 'run-1',
+  tenantId: 't',
+  runbookId: 'hello',
+  runbookVersion: 1,
+  status: 'running',
+  ticket: { id: 'INC-1', source: 'snow' },
+} as unknown as Run;
+const event = (seq: number, type: string): AppendedEvent => ({
+  runId: 'run-1',
+  tenantId: 't',
+  seq,
+  type,
+  eventId: `e${seq}`,
+  timestamp: '2025-01-01T00:00:00.000Z',
+  position: `p${seq}`,
+});
+const appended = [
+  event(1, 'run.created'),
+  event(2, 'step.started'),
+  event(3, 'run.started'),
+  event(4, 'run.succeeded'),
+];
+
+describe('lifecycle publication', () => {
+  it('publishes only lifecycle events, in order, with the run, ticket and tenant', async () => {
+    const sent: LifecycleMessage[] = [];
+    const publish = makePublishLifecycle({
+      bus: { publish: async (m) => (sent.push(...m), m.length) },
+      runs: { load: async () => ({ run }) },
+      log: () => undefined,
+    });
+    expect(await publish(appended)).toBeUndefined();
+    expect(sent.map((m) => m.detailType)).toEqual(['run.created', 'run.started', 'run.succeeded']);
+    expect(sent[0]!.detail).toMatchObject({ runId: 'run-1', tenantId: 't', ticket: { id: 'INC-1', source: 'snow' } });
+  });
+
+  it('answers the position of the first message the bus refused, so the stream retries from there', async () => {
+    const publish = makePublishLifecycle({
+      bus: { publish: async () => 1 },
+      runs: { load: async () => ({ run }) },
+      log: () => undefined,
+    });
+    expect(await publish(appended)).toBe('p3');
+  });
+
+  it('logs and asks for a retry from the first event when the bus fails, never throwing', async () => {
+    const logged: string[] = [];
+    const publish = makePublishLifecycle({
+      bus: { publish: async () => Promise.reject(new Error('bus down')) },
+      runs: { load: async () => ({ run }) },
+      log: (message) => logged.push(message),
+    });
+    expect(await publish(appended)).toBe('p1');
+    expect(logged).toHaveLength(1);
+  });
+});
