@@ -1,5 +1,7 @@
-import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { ApprovalStore } from './ports/approvals.js';
+import type { RunStore } from './ports/runs.js';
+import { StaleWriteError } from '../domain/errors.js';
+import { writes } from './ports/writes.js';
 import { autoApprove, dueTransition, isOpen, requestApproval } from '../domain/approvals.js';
 import { makeApplyDue } from './approval-timer.js';
 import type { Json } from '../domain/canonical.js';
@@ -191,14 +193,14 @@ export function makePlanNext(deps: PlanDeps) {
                 },
                 events: [...startEvents, ...change.events],
                 writes: [
-                  ...(created ? [deps.approvals.put(created)] : []),
-                  ...withdrawn.map((w) => deps.approvals.update(w.now, w.was)),
+                  ...(created ? [writes.putApproval(created)] : []),
+                  ...withdrawn.map((w) => writes.updateApproval(w.now, w.was)),
                 ],
               },
         )
         .catch((error: unknown) => {
           // A gate was created or decided concurrently: decide again.
-          if ((error as Error).name === 'StaleWriteError') return undefined;
+          if (error instanceof StaleWriteError) return undefined;
           throw error;
         });
       if (committed) {
@@ -381,8 +383,8 @@ export function makeDispatch(deps: DispatchDeps) {
           draft('step.failed', now, { kind, attempt, outcome: 'failed', error }, { stepId }),
         ],
         writes: [
-          ...executions.map((e) => deps.runs.putExecution({ ...e, status: 'failed', endedAt: now, error })),
-          deps.runs.putAggregate(runId, {
+          ...executions.map((e) => writes.putExecution({ ...e, status: 'failed', endedAt: now, error })),
+          writes.putAggregate(runId, {
             kind,
             stepId,
             attempt,
@@ -397,7 +399,7 @@ export function makeDispatch(deps: DispatchDeps) {
       }));
     } catch (err) {
       // Recorded already by an earlier delivery of this task.
-      if ((err as Error).name !== 'StaleWriteError') throw err;
+      if (!(err instanceof StaleWriteError)) throw err;
     }
     if (violation) deps.onViolation?.({ runId, stepId, action: `${body.backend}.${body.action}`, profile });
     await deps.callbacks.succeed(taskToken, { stepId, kind, attempt, refused: true });
@@ -521,9 +523,9 @@ export function makeDispatch(deps: DispatchDeps) {
             ),
           ],
           writes: [
-            ...(approvedByPolicy ? [deps.approvals.put(approvedByPolicy)] : []),
-            ...executions.map((e) => deps.runs.putExecution(e)),
-            deps.runs.putAggregate(runId, {
+            ...(approvedByPolicy ? [writes.putApproval(approvedByPolicy)] : []),
+            ...executions.map((e) => writes.putExecution(e)),
+            writes.putAggregate(runId, {
               kind,
               stepId: step.id,
               attempt,
@@ -538,7 +540,7 @@ export function makeDispatch(deps: DispatchDeps) {
         }));
       } catch (error) {
         // Another dispatch of the same attempt won: fall through to re-attach.
-        if ((error as Error).name !== 'StaleWriteError') throw error;
+        if (!(error instanceof StaleWriteError)) throw error;
       }
     }
     const aggregate = existing ?? (await deps.runs.aggregate(runId, kind, step.id, attempt));

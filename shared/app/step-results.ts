@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { RunStore } from './ports/runs.js';
+import { writes } from './ports/writes.js';
 import type { Json } from '../domain/canonical.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
@@ -99,7 +100,7 @@ export function makeStepResults(deps: StepResultDeps) {
           ),
         ],
         writes: [
-          runs.updateExecution(
+          writes.updateExecution(
             { ...execution, status: 'running', startedAt: now, secretsUsed: [...secretsUsed] },
             ['leased'],
             workerId,
@@ -126,7 +127,7 @@ export function makeStepResults(deps: StepResultDeps) {
           events: part.map((c) =>
             draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
           ),
-          writes: [runs.updateExecution({ ...execution, outputTail: tail }, ['running'], workerId)],
+          writes: [writes.updateExecution({ ...execution, outputTail: tail }, ['running'], workerId)],
         }));
       }
     },
@@ -181,11 +182,11 @@ export function makeStepResults(deps: StepResultDeps) {
           ),
         ],
         writes: [
-          runs.updateExecution(ended, ['leased', 'running'], workerId),
-          runs.countResult(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt, succeeded),
+          writes.updateExecution(ended, ['leased', 'running'], workerId),
+          writes.countResult(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt, succeeded),
           ...(receiptNeeded
             ? [
-                runs.putReceipt({
+                writes.putReceipt({
                   key: cmd.idempotencyKey,
                   executionId: cmd.executionId,
                   outcome: 'succeeded',
