@@ -24,12 +24,13 @@ import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
 import { makeSfnCallbacks, makeSfnInterpreterControl, makeSfnRunStarter } from '../shared/adapters/sfn.js';
 import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
 import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
+import { cachingVersions } from '../shared/app/runbook-cache.js';
 import { config, required } from '../shared/config.js';
 import { parsePolicy } from '../shared/domain/policy.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
-  runbooks: makeDynamoRunbookStore(documentClient, config().CAPSTAN_STATE_TABLE),
+  runbooks: cachingVersions(makeDynamoRunbookStore(documentClient, config().CAPSTAN_STATE_TABLE)),
   clock: systemClock,
 };
 

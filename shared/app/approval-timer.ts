@@ -1,5 +1,7 @@
-import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { ApprovalStore } from './ports/approvals.js';
+import type { RunStore } from './ports/runs.js';
+import { StaleWriteError } from '../domain/errors.js';
+import { writes } from './ports/writes.js';
 import { dueTransition } from '../domain/approvals.js';
 import type { Approval, Run } from '../domain/entities.js';
 import { approvalStateMachine } from '../domain/statuses.js';
@@ -57,11 +59,11 @@ export function makeApplyDue(deps: {
         events,
         ...(due === 'expire' &&
           current.run.status === 'waiting_for_approval' && { run: { status: 'running' as const, updatedAt: at } }),
-        writes: [deps.approvals.update(next, approval)],
+        writes: [writes.updateApproval(next, approval)],
       }))
       .catch((error: unknown) => {
         // Decided or moved on by someone else since it was read.
-        if ((error as Error).name === 'StaleWriteError') return undefined;
+        if (error instanceof StaleWriteError) return undefined;
         throw error;
       });
     if (!committed) return undefined;

@@ -1,6 +1,8 @@
 import { z } from 'zod';
-import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { ApprovalStore } from './ports/approvals.js';
+import type { RunStore } from './ports/runs.js';
+import { StaleWriteError } from '../domain/errors.js';
+import { writes } from './ports/writes.js';
 import { applyDecision, type DecisionBody, type DecisionResult, isOpen } from '../domain/approvals.js';
 import type { Principal } from '../domain/entities.js';
 import { ConflictError, NotFoundError } from '../domain/errors.js';
@@ -93,12 +95,12 @@ export function makeDecideApproval(deps: ApprovalDeps) {
                 updatedAt: at,
               },
             }),
-            writes: [deps.approvals.update(result.approval, approval)],
+            writes: [writes.updateApproval(result.approval, approval)],
           };
         })
         .catch((error: unknown) => {
           // Another decision landed first: read the gate again and decide on that.
-          if ((error as Error).name === 'StaleWriteError') return undefined;
+          if (error instanceof StaleWriteError) return undefined;
           throw error;
         });
       if (!committed) continue;

@@ -1,11 +1,14 @@
-import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { ApprovalStore } from './ports/approvals.js';
+import type { RunRecord, RunStore } from './ports/runs.js';
+import { StaleWriteError } from '../domain/errors.js';
+import { writes } from './ports/writes.js';
 import { autoApprove, dueTransition, isOpen, requestApproval } from '../domain/approvals.js';
 import { makeApplyDue } from './approval-timer.js';
 import type { Json } from '../domain/canonical.js';
 import { durationMs } from '../domain/duration.js';
 import type { Approval, ErrorInfo, Run, StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
+import type { Aggregate } from '../domain/step-records.js';
 import type { StepCommand } from '../domain/messages.js';
 import { plan, type PlanDecision } from '../domain/planner.js';
 import { approvalDeadlines, DEFAULT_POLICY, type PolicyDocument } from '../domain/policy.js';
@@ -106,19 +109,25 @@ export function makePlanNext(deps: PlanDeps) {
     let decision: PlanDecision | undefined;
     const loaded = await deps.runs.load(runId);
     if (!loaded) throw new Error(`run ${runId} does not exist`);
+    // The first pass decides on this read unless something changed the run since.
+    let held: RunRecord | undefined = loaded;
     if (!runStateMachine.isTerminal(loaded.run.status)) {
       // Cancel wins over anything in flight that no worker holds yet.
-      if (loaded.run.cancelRequested) await endUnsent(deps, runId, () => CANCELLED_UNSENT);
+      if (loaded.run.cancelRequested) {
+        await endUnsent(deps, runId, () => CANCELLED_UNSENT);
+        held = undefined;
+      }
       if ((faults?.count ?? 0) >= MAX_TASK_FAULTS) return failForFaults(deps, runId, faults);
     }
     const runbook = await runbookOf(deps.runbooks, loaded.run);
     // Each pass reads the run and its executions afresh and commits only against that same state.
     for (let attempt = 0; attempt < 10; attempt++) {
       const [record, executions, approvals] = await Promise.all([
-        deps.runs.load(runId),
+        held ?? deps.runs.load(runId),
         deps.runs.executions(runId),
         deps.approvals.list(runId),
       ]);
+      held = undefined;
       if (!record) throw new Error(`run ${runId} does not exist`);
       const now = deps.clock.now();
       const { run } = record;
@@ -175,30 +184,33 @@ export function makePlanNext(deps: PlanDeps) {
       if (change.status !== run.status && run.status !== 'queued')
         runStateMachine.transition(run.status, change.status);
       const committed = await deps.runs
-        .mutate(runId, (current) =>
-          current.head.seq !== record.head.seq
-            ? undefined
-            : {
-                run: {
-                  status: change.status,
-                  updatedAt: nowIso,
-                  ...(run.status === 'queued' && { startedAt: nowIso }),
-                  ...(runStateMachine.isTerminal(change.status) && { endedAt: nowIso }),
-                  ...(decision?.action === 'fail' && { error: decision.error }),
-                  ...((decision?.action === 'dispatch' || decision?.action === 'await_approval') && {
-                    currentStepId: decision.stepId,
-                  }),
+        .mutate(
+          runId,
+          (current) =>
+            current.head.seq !== record.head.seq
+              ? undefined
+              : {
+                  run: {
+                    status: change.status,
+                    updatedAt: nowIso,
+                    ...(run.status === 'queued' && { startedAt: nowIso }),
+                    ...(runStateMachine.isTerminal(change.status) && { endedAt: nowIso }),
+                    ...(decision?.action === 'fail' && { error: decision.error }),
+                    ...((decision?.action === 'dispatch' || decision?.action === 'await_approval') && {
+                      currentStepId: decision.stepId,
+                    }),
+                  },
+                  events: [...startEvents, ...change.events],
+                  writes: [
+                    ...(created ? [writes.putApproval(created)] : []),
+                    ...withdrawn.map((w) => writes.updateApproval(w.now, w.was)),
+                  ],
                 },
-                events: [...startEvents, ...change.events],
-                writes: [
-                  ...(created ? [deps.approvals.put(created)] : []),
-                  ...withdrawn.map((w) => deps.approvals.update(w.now, w.was)),
-                ],
-              },
+          record,
         )
         .catch((error: unknown) => {
           // A gate was created or decided concurrently: decide again.
-          if ((error as Error).name === 'StaleWriteError') return undefined;
+          if (error instanceof StaleWriteError) return undefined;
           throw error;
         });
       if (committed) {
@@ -381,8 +393,8 @@ export function makeDispatch(deps: DispatchDeps) {
           draft('step.failed', now, { kind, attempt, outcome: 'failed', error }, { stepId }),
         ],
         writes: [
-          ...executions.map((e) => deps.runs.putExecution({ ...e, status: 'failed', endedAt: now, error })),
-          deps.runs.putAggregate(runId, {
+          ...executions.map((e) => writes.putExecution({ ...e, status: 'failed', endedAt: now, error })),
+          writes.putAggregate(runId, {
             kind,
             stepId,
             attempt,
@@ -397,7 +409,7 @@ export function makeDispatch(deps: DispatchDeps) {
       }));
     } catch (err) {
       // Recorded already by an earlier delivery of this task.
-      if ((err as Error).name !== 'StaleWriteError') throw err;
+      if (!(err instanceof StaleWriteError)) throw err;
     }
     if (violation) deps.onViolation?.({ runId, stepId, action: `${body.backend}.${body.action}`, profile });
     await deps.callbacks.succeed(taskToken, { stepId, kind, attempt, refused: true });
@@ -423,6 +435,7 @@ export function makeDispatch(deps: DispatchDeps) {
       await deps.callbacks.succeed(taskToken, { stepId: step.id, kind, attempt, cancelled: true });
       return;
     }
+    let fresh: { aggregate: Aggregate; executions: readonly StepExecution[] } | undefined;
     if (!existing) {
       const targets = targetsOf(step);
       const executions: StepExecution[] = targets.map((targetId) => ({
@@ -472,76 +485,83 @@ export function makeDispatch(deps: DispatchDeps) {
           },
           auto,
         );
+      const written: Aggregate = {
+        kind,
+        stepId: step.id,
+        attempt,
+        total: executions.length,
+        done: 0,
+        succeeded: 0,
+        failed: 0,
+        completed: false,
+        taskToken,
+      };
       try {
-        await deps.runs.mutate(runId, () => ({
-          run: { currentStepId: step.id, updatedAt: now },
-          events: [
-            ...(policy
-              ? [
-                  draft(
-                    'policy.decided',
-                    now,
-                    {
-                      outcome: 'allow',
-                      rule: policy.rule,
-                      reason: policy.reason,
-                      ...(policy.approvalId !== undefined && { approvalId: policy.approvalId }),
-                    },
-                    { stepId: step.id },
-                  ),
-                ]
-              : []),
-            ...(approvedByPolicy
-              ? [
-                  draft(
-                    'approval.resolved',
-                    now,
-                    {
-                      approvalId: approvedByPolicy.approvalId,
-                      status: 'approved',
-                      byPolicy: true,
-                      confidence: auto.confidence,
-                      threshold: auto.threshold,
-                    },
-                    { stepId: step.id },
-                  ),
-                ]
-              : []),
-            draft(
-              'step.dispatched',
-              now,
-              {
-                kind,
-                attempt,
-                backend: body.backend,
-                action: body.action,
-                targets,
-              },
-              { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
-            ),
-          ],
-          writes: [
-            ...(approvedByPolicy ? [deps.approvals.put(approvedByPolicy)] : []),
-            ...executions.map((e) => deps.runs.putExecution(e)),
-            deps.runs.putAggregate(runId, {
-              kind,
-              stepId: step.id,
-              attempt,
-              total: executions.length,
-              done: 0,
-              succeeded: 0,
-              failed: 0,
-              completed: false,
-              taskToken,
-            }),
-          ],
-        }));
+        await deps.runs.mutate(
+          runId,
+          () => ({
+            run: { currentStepId: step.id, updatedAt: now },
+            events: [
+              ...(policy
+                ? [
+                    draft(
+                      'policy.decided',
+                      now,
+                      {
+                        outcome: 'allow',
+                        rule: policy.rule,
+                        reason: policy.reason,
+                        ...(policy.approvalId !== undefined && { approvalId: policy.approvalId }),
+                      },
+                      { stepId: step.id },
+                    ),
+                  ]
+                : []),
+              ...(approvedByPolicy
+                ? [
+                    draft(
+                      'approval.resolved',
+                      now,
+                      {
+                        approvalId: approvedByPolicy.approvalId,
+                        status: 'approved',
+                        byPolicy: true,
+                        confidence: auto.confidence,
+                        threshold: auto.threshold,
+                      },
+                      { stepId: step.id },
+                    ),
+                  ]
+                : []),
+              draft(
+                'step.dispatched',
+                now,
+                {
+                  kind,
+                  attempt,
+                  backend: body.backend,
+                  action: body.action,
+                  targets,
+                },
+                { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
+              ),
+            ],
+            writes: [
+              ...(approvedByPolicy ? [writes.putApproval(approvedByPolicy)] : []),
+              ...executions.map((e) => writes.putExecution(e)),
+              writes.putAggregate(runId, written),
+            ],
+          }),
+          record,
+        );
+        fresh = { aggregate: written, executions };
       } catch (error) {
         // Another dispatch of the same attempt won: fall through to re-attach.
-        if ((error as Error).name !== 'StaleWriteError') throw error;
+        if (!(error instanceof StaleWriteError)) throw error;
       }
     }
-    const aggregate = existing ?? (await deps.runs.aggregate(runId, kind, step.id, attempt));
+    // What this dispatch wrote needs no reading back; a re-attach reads what the first one wrote.
+    const aggregate = existing ?? fresh?.aggregate ?? (await deps.runs.aggregate(runId, kind, step.id, attempt));
     if (!aggregate) throw new Error(`aggregate for ${step.id} attempt ${attempt} is missing`);
     if (existing) await deps.runs.setAggregateToken(runId, kind, step.id, attempt, taskToken);
     if (aggregate.completed) {
@@ -554,7 +574,7 @@ export function makeDispatch(deps: DispatchDeps) {
       await endUnsent(deps, runId, (e) => (mine(e) ? CANCELLED_UNSENT : undefined));
       return;
     }
-    const executions = (await deps.runs.executions(runId)).filter(
+    const executions = (fresh?.executions ?? (await deps.runs.executions(runId))).filter(
       (e) => mine(e) && ['pending', 'leased', 'running'].includes(e.status),
     );
     const failures = new Map<string, ErrorInfo>();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { SubscriptionStore } from '../adapters/dynamodb/connection-store.js';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { SubscriptionStore } from './ports/connections.js';
+import type { RunStore } from './ports/runs.js';
 import type { Principal } from '../domain/entities.js';
 import type { Clock } from './ports.js';
 

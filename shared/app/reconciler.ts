@@ -1,5 +1,5 @@
-import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { ApprovalStore } from './ports/approvals.js';
+import type { RunStore } from './ports/runs.js';
 import type { Run, StepExecution } from '../domain/entities.js';
 import { allSteps } from '../domain/runbook.js';
 import { stepExecutionStateMachine } from '../domain/statuses.js';

@@ -1,4 +1,6 @@
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { RunStore } from './ports/runs.js';
+import { StaleWriteError } from '../domain/errors.js';
+import { writes } from './ports/writes.js';
 import { findAction } from '../domain/catalogue.js';
 import type { StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
@@ -77,14 +79,14 @@ export function makeRecoverLost(deps: RecoveryDeps) {
           ],
           ...(pause && { run: { status: 'paused' as const, error: verdict.error, updatedAt: nowIso } }),
           writes: [
-            runs.expireExecution(ended, now),
-            runs.countResult(lost.runId, lost.kind, lost.stepId, lost.attempt, succeeded),
+            writes.expireExecution(ended, now),
+            writes.countResult(lost.runId, lost.kind, lost.stepId, lost.attempt, succeeded),
           ],
         };
       })
       .catch((err: unknown) => {
         // Renewed or ended since it was read: nothing is lost.
-        if ((err as Error).name === 'StaleWriteError') return undefined;
+        if (err instanceof StaleWriteError) return undefined;
         throw err;
       });
     if (!committed) return undefined;

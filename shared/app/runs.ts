@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { ApprovalStore } from '../adapters/dynamodb/approval-store.js';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { ApprovalStore } from './ports/approvals.js';
+import type { RunStore } from './ports/runs.js';
 import { canonicalJson, type Json, sha256Hex } from '../domain/canonical.js';
 import {
   type Principal,

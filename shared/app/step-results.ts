@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { RunChange, RunRecord, RunStore } from './ports/runs.js';
+import { StaleWriteError } from '../domain/errors.js';
+import { writes } from './ports/writes.js';
 import type { Json } from '../domain/canonical.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
@@ -70,42 +72,69 @@ const draft = (
  */
 export function makeStepResults(deps: StepResultDeps) {
   const { runs } = deps;
+  /**
+   * What this writer last committed for each execution it holds the lease of, and the run as that
+   * commit left it: the next record starts from them instead of reading them back. The lease
+   * guards the execution and the revision guards the run, so a stale copy costs a retry, not a
+   * lost write.
+   */
+  const held = new Map<string, { execution: StepExecution; run?: RunRecord }>();
 
   async function current(cmd: StepCommand): Promise<StepExecution> {
+    const known = held.get(cmd.executionId)?.execution;
+    if (known) return known;
     const execution = await runs.execution(cmd.runId, cmd.executionId);
     if (!execution) throw new Error(`step execution ${cmd.executionId} does not exist`);
     return execution;
+  }
+
+  /** Commits a change about `cmd`'s execution; a stale held copy is dropped and read again once. */
+  async function record(
+    cmd: StepCommand,
+    change: (execution: StepExecution) => { next: StepExecution; change: RunChange },
+  ): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const fromHeld = held.has(cmd.executionId);
+      const { next, change: body } = change(await current(cmd));
+      try {
+        const committed = await runs.mutate(cmd.runId, () => body, held.get(cmd.executionId)?.run);
+        held.set(cmd.executionId, { execution: next, run: committed?.record });
+        return;
+      } catch (error) {
+        held.delete(cmd.executionId);
+        if (!(error instanceof StaleWriteError) || !fromHeld || attempt > 0) throw error;
+      }
+    }
   }
 
   return {
     /** leased -> running, with `step.started` and the ids of the secrets the step uses. */
     async started(cmd: StepCommand, workerId: string, secretsUsed: readonly string[] = []): Promise<void> {
       const now = deps.clock.now().toISOString();
-      const execution = await current(cmd);
-      await runs.mutate(cmd.runId, () => ({
-        events: [
-          draft(
-            cmd,
-            'step.started',
-            now,
-            {
-              kind: cmd.kind,
-              attempt: cmd.attempt,
-              backend: cmd.backend,
-              action: cmd.action,
-              ...(secretsUsed.length > 0 && { secretsUsed: [...secretsUsed] }),
-            },
-            workerId,
-          ),
-        ],
-        writes: [
-          runs.updateExecution(
-            { ...execution, status: 'running', startedAt: now, secretsUsed: [...secretsUsed] },
-            ['leased'],
-            workerId,
-          ),
-        ],
-      }));
+      await record(cmd, (execution) => {
+        const next: StepExecution = { ...execution, status: 'running', startedAt: now, secretsUsed: [...secretsUsed] };
+        return {
+          next,
+          change: {
+            events: [
+              draft(
+                cmd,
+                'step.started',
+                now,
+                {
+                  kind: cmd.kind,
+                  attempt: cmd.attempt,
+                  backend: cmd.backend,
+                  action: cmd.action,
+                  ...(secretsUsed.length > 0 && { secretsUsed: [...secretsUsed] }),
+                },
+                workerId,
+              ),
+            ],
+            writes: [writes.updateExecution(next, ['leased'], workerId)],
+          },
+        };
+      });
     },
 
     /**
@@ -120,14 +149,19 @@ export function makeStepResults(deps: StepResultDeps) {
     ): Promise<void> {
       for (const part of transactionSized(chunks)) {
         const now = deps.clock.now().toISOString();
-        const execution = await current(cmd);
-        const tail = [...execution.outputTail, ...part.map((c) => c.text)].slice(-OUTPUT_TAIL_LINES);
-        await runs.mutate(cmd.runId, () => ({
-          events: part.map((c) =>
-            draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
-          ),
-          writes: [runs.updateExecution({ ...execution, outputTail: tail }, ['running'], workerId)],
-        }));
+        await record(cmd, (execution) => {
+          const tail = [...execution.outputTail, ...part.map((c) => c.text)].slice(-OUTPUT_TAIL_LINES);
+          const next = { ...execution, outputTail: tail };
+          return {
+            next,
+            change: {
+              events: part.map((c) =>
+                draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
+              ),
+              writes: [writes.updateExecution(next, ['running'], workerId)],
+            },
+          };
+        });
       }
     },
 
@@ -137,65 +171,71 @@ export function makeStepResults(deps: StepResultDeps) {
      */
     async finished(cmd: StepCommand, workerId: string, result: Outcome): Promise<void> {
       const now = deps.clock.now().toISOString();
-      const execution = await current(cmd);
       const succeeded = result.outcome === 'succeeded';
-      const ended: StepExecution = {
-        ...execution,
-        status: result.outcome,
-        endedAt: now,
-        ...(result.outcome !== 'succeeded' && { error: result.error }),
-      };
       const receiptNeeded = succeeded && !result.fromReceipt;
       const violation = result.outcome !== 'succeeded' && result.error.code === 'SANDBOX_VIOLATION';
-      await runs.mutate(cmd.runId, () => ({
-        events: [
-          ...(violation
-            ? [
-                draft(
-                  cmd,
-                  'sandbox.violation',
-                  now,
-                  {
-                    backend: cmd.backend,
-                    action: cmd.action,
-                    sandboxProfile: cmd.sandboxProfile,
-                    enforcedBy: 'worker',
-                    reason: result.error.message,
-                  },
-                  workerId,
-                ),
-              ]
-            : []),
-          draft(
-            cmd,
-            succeeded ? 'step.succeeded' : 'step.failed',
-            now,
-            {
-              kind: cmd.kind,
-              attempt: cmd.attempt,
-              ...(succeeded
-                ? { output: result.output ?? {}, fromReceipt: result.fromReceipt ?? false }
-                : { outcome: result.outcome, error: result.error }),
-            },
-            workerId,
-          ),
-        ],
-        writes: [
-          runs.updateExecution(ended, ['leased', 'running'], workerId),
-          runs.countResult(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt, succeeded),
-          ...(receiptNeeded
-            ? [
-                runs.putReceipt({
-                  key: cmd.idempotencyKey,
-                  executionId: cmd.executionId,
-                  outcome: 'succeeded',
-                  output: result.output ?? {},
-                  recordedAt: now,
-                }),
-              ]
-            : []),
-        ],
-      }));
+      await record(cmd, (execution) => {
+        const ended: StepExecution = {
+          ...execution,
+          status: result.outcome,
+          endedAt: now,
+          ...(result.outcome !== 'succeeded' && { error: result.error }),
+        };
+        return {
+          next: ended,
+          change: {
+            events: [
+              ...(violation
+                ? [
+                    draft(
+                      cmd,
+                      'sandbox.violation',
+                      now,
+                      {
+                        backend: cmd.backend,
+                        action: cmd.action,
+                        sandboxProfile: cmd.sandboxProfile,
+                        enforcedBy: 'worker',
+                        reason: result.error.message,
+                      },
+                      workerId,
+                    ),
+                  ]
+                : []),
+              draft(
+                cmd,
+                succeeded ? 'step.succeeded' : 'step.failed',
+                now,
+                {
+                  kind: cmd.kind,
+                  attempt: cmd.attempt,
+                  ...(succeeded
+                    ? { output: result.output ?? {}, fromReceipt: result.fromReceipt ?? false }
+                    : { outcome: result.outcome, error: result.error }),
+                },
+                workerId,
+              ),
+            ],
+            writes: [
+              writes.updateExecution(ended, ['leased', 'running'], workerId),
+              writes.countResult(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt, succeeded),
+              ...(receiptNeeded
+                ? [
+                    writes.putReceipt({
+                      key: cmd.idempotencyKey,
+                      executionId: cmd.executionId,
+                      outcome: 'succeeded',
+                      output: result.output ?? {},
+                      recordedAt: now,
+                    }),
+                  ]
+                : []),
+            ],
+          },
+        };
+      });
+      // The execution has ended: nothing more is recorded about it.
+      held.delete(cmd.executionId);
       const completed = await runs.claimCompletion(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);
       if (completed)
         await deps.callbacks.succeed(completed.taskToken, {

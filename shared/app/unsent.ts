@@ -1,4 +1,6 @@
-import { type RunStore, StaleWriteError } from '../adapters/dynamodb/run-store.js';
+import type { RunStore } from './ports/runs.js';
+import { writes } from './ports/writes.js';
+import { StaleWriteError } from '../domain/errors.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
 import { draft } from './drafts.js';
 import type { TaskCallbacks } from './interpreter.js';
@@ -67,9 +69,9 @@ export async function endUnsent(
               ),
             ),
             writes: [
-              ...chunk.map((e) => deps.runs.updateExecution({ ...e, endedAt: now }, ['pending'])),
+              ...chunk.map((e) => writes.updateExecution({ ...e, endedAt: now }, ['pending'])),
               ...(aggregate
-                ? [deps.runs.countUnsent(runId, first.kind, first.stepId, first.attempt, chunk.length, aggregate.total)]
+                ? [writes.countUnsent(runId, first.kind, first.stepId, first.attempt, chunk.length, aggregate.total)]
                 : []),
             ],
           }));

@@ -1,4 +1,4 @@
-import type { RunStore } from '../adapters/dynamodb/run-store.js';
+import type { RunStore } from './ports/runs.js';
 import type { Json } from '../domain/canonical.js';
 import type { TaskCallbacks } from './interpreter.js';
 

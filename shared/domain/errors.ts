@@ -64,3 +64,15 @@ export class IllegalTransitionError extends CapstanError {
     super(`${machine} cannot go from '${from}' to '${to}'`, { machine, from, to });
   }
 }
+
+/**
+ * A conditional write found the stored state changed since it was read (another writer ended the
+ * execution, decided the gate, took the lease, ...): the change no longer applies as decided.
+ */
+export class StaleWriteError extends CapstanError {
+  readonly code = 'STALE_WRITE';
+
+  constructor(readonly reasons: readonly string[]) {
+    super(`a conditional write failed: ${reasons.join(', ')}`, { reasons });
+  }
+}

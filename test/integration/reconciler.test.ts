@@ -5,6 +5,7 @@ import type { RunStore } from '../../shared/adapters/dynamodb/run-store.js';
 import type { InterpreterControl, Reconcile } from '../../shared/app/reconciler.js';
 import type { RunbookStore, WorkerStore } from '../../shared/app/ports.js';
 import type { ApprovalStore } from '../../shared/adapters/dynamodb/approval-store.js';
+import { writes } from '../../shared/app/ports/writes.js';
 import type { PlanDecision } from '../../shared/domain/planner.js';
 import { startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
 
@@ -135,7 +136,7 @@ async function lostRun(
   expect(lease.claim).toBe('lease');
   if (started && lease.claim === 'lease') {
     const running = { ...lease.execution, status: 'running' as const, startedAt: now.toISOString() };
-    await runs.mutate(runId, () => ({ events: [], writes: [runs.updateExecution(running, ['leased'], 'worker-a')] }));
+    await runs.mutate(runId, () => ({ events: [], writes: [writes.updateExecution(running, ['leased'], 'worker-a')] }));
   }
   return { runId, executionId, token };
 }
@@ -180,7 +181,7 @@ describe('the reconciler', () => {
     await runs.mutate(runId, () => ({
       events: [],
       writes: [
-        runs.putReceipt({
+        writes.putReceipt({
           key: `${runId}.step.only.once`,
           executionId,
           outcome: 'succeeded',
@@ -290,7 +291,7 @@ describe('the reconciler', () => {
     const runId = await createRun('lost-sleep');
     const token = await dispatch(runId, 'only');
     // A worker recorded the result and died before it claimed the completion.
-    await runs.mutate(runId, () => ({ events: [], writes: [runs.countResult(runId, 'step', 'only', 1, true)] }));
+    await runs.mutate(runId, () => ({ events: [], writes: [writes.countResult(runId, 'step', 'only', 1, true)] }));
     resumed.length = 0;
     advance(61_000);
 
@@ -323,7 +324,7 @@ describe('the reconciler', () => {
     await runs.mutate(runId, () => ({
       events: [],
       run: { status: 'waiting_for_approval' },
-      writes: [approvals.put(gate)],
+      writes: [writes.putApproval(gate)],
     }));
     await runs.putWaitToken(runId, 'approval', 'approval-token', now.toISOString());
     resumed.length = 0;

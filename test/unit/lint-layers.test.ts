@@ -34,6 +34,14 @@ describe('the layering lint rules', () => {
     expect(found).toContain('no-restricted-imports');
   });
 
+  it('rejects an adapter import in a port declaration', async () => {
+    const found = await violations(
+      'shared/app/ports/x.ts',
+      "import type { RunStore } from '../../adapters/dynamodb/run-store.js';\nexport type X = RunStore;\n",
+    );
+    expect(found).toContain('no-restricted-imports');
+  });
+
   it('rejects a use case, an adapter or file-system access in the domain', async () => {
     for (const source of ['../app/runs.js', '../adapters/sfn.js', 'node:fs', 'node:child_process']) {
       const found = await violations('shared/domain/x.ts', `import * as m from '${source}';\nexport const x = m;\n`);

@@ -6,7 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { Principal } from '../../domain/entities.js';
+import type { ConnectionStore, Subscription, SubscriptionStore } from '../../app/ports/connections.js';
 import { isConditionFailure } from './conditional.js';
 
 /** API Gateway closes a WebSocket connection after two hours; its records age out a little later. */
@@ -14,13 +14,6 @@ export const CONNECTION_TTL_SECONDS = 2 * 3600 + 600;
 
 export const connectionKey = (connectionId: string) => `CONN#${connectionId}`;
 export const runSubscribersKey = (tenantId: string, runId: string) => `RUNSUB#${tenantId}#${runId}`;
-
-export interface ConnectionStore {
-  /** Records an authorised connection and who opened it. */
-  open(connectionId: string, principal: Principal, now: Date): Promise<void>;
-  /** Removes a connection and every subscription it had. */
-  remove(connectionId: string): Promise<void>;
-}
 
 export function makeConnectionStore(client: DynamoDBDocumentClient, tableName: string): ConnectionStore {
   return {
@@ -66,14 +59,6 @@ export function makeConnectionStore(client: DynamoDBDocumentClient, tableName: s
   };
 }
 
-export interface Subscription {
-  readonly connectionId: string;
-  readonly runId: string;
-  readonly tenantId: string;
-  /** The last seq this connection has been sent. */
-  readonly delivered: number;
-}
-
 const subSk = (runId: string) => `SUB#${runId}`;
 
 /**
@@ -82,7 +67,7 @@ const subSk = (runId: string) => `SUB#${runId}`;
  * marks the subscription dirty, and the holder reads the log again before letting go. So a replay
  * and the live stream never send the same event twice, never skip one, and never reorder.
  */
-export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName: string) {
+export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName: string): SubscriptionStore {
   const key = (connectionId: string, runId: string) => ({ pk: connectionKey(connectionId), sk: subSk(runId) });
   return {
     async subscribe(sub: Subscription, now: Date): Promise<void> {
@@ -214,4 +199,4 @@ export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName:
     },
   };
 }
-export type SubscriptionStore = ReturnType<typeof makeSubscriptionStore>;
+export type { ConnectionStore, Subscription, SubscriptionStore };

@@ -1,0 +1,32 @@
+import type { Principal } from '../../domain/entities.js';
+
+/** An authorised WebSocket connection. */
+export interface ConnectionStore {
+  /** Records an authorised connection and who opened it. */
+  open(connectionId: string, principal: Principal, now: Date): Promise<void>;
+  /** Removes a connection and every subscription it had. */
+  remove(connectionId: string): Promise<void>;
+}
+
+export interface Subscription {
+  readonly connectionId: string;
+  readonly runId: string;
+  readonly tenantId: string;
+  /** The last seq this connection has been sent. */
+  readonly delivered: number;
+}
+
+/**
+ * Subscriptions of connections to runs, with a per-subscription delivery lock: whoever holds it
+ * sends the run's events in order from `delivered`; anyone else marks the subscription dirty and
+ * the holder reads the log again before letting go.
+ */
+export interface SubscriptionStore {
+  subscribe(sub: Subscription, now: Date): Promise<void>;
+  /** Connections subscribed to a run of this tenant. */
+  subscribers(tenantId: string, runId: string): Promise<string[]>;
+  lock(connectionId: string, runId: string, owner: string, now: Date): Promise<'held' | 'busy' | 'gone'>;
+  delivered(connectionId: string, runId: string): Promise<number | undefined>;
+  markDelivered(connectionId: string, runId: string, owner: string, seq: number): Promise<void>;
+  unlock(connectionId: string, runId: string, owner: string): Promise<'released' | 'dirty'>;
+}

@@ -1,0 +1,116 @@
+import type { Run, StepExecution } from '../../domain/entities.js';
+import type { ChainHead, EventDraft, RunEvent } from '../../domain/events.js';
+import type { LeaseClaim } from '../../domain/recovery.js';
+import type { Aggregate, Receipt } from '../../domain/step-records.js';
+import type { RunStatus } from '../../domain/statuses.js';
+import type { Page } from '../ports.js';
+import type { WriteIntent } from './writes.js';
+
+/** A run as stored: the entity, its chain head, and what the interpreter keeps beside it. */
+export interface RunRecord {
+  readonly run: Run;
+  readonly head: ChainHead;
+  readonly rollbackRequested: boolean;
+  readonly executionArn?: string;
+}
+
+/** A change to a run: its events, the run's new fields, and other writes committed with them. */
+export interface RunChange {
+  readonly events: readonly EventDraft[];
+  /** New values for run fields (the run entity is stored whole, so this is merged and re-validated). */
+  readonly run?: Partial<Run>;
+  readonly rollbackRequested?: boolean;
+  readonly executionArn?: string;
+  /** Further writes, each with its own condition; any failing condition aborts the whole change. */
+  readonly writes?: readonly WriteIntent[];
+}
+
+/** What a committed change left: the run as it now stands and the events appended. */
+export interface Committed {
+  readonly record: RunRecord;
+  readonly events: RunEvent[];
+}
+
+/** The outcome of creating a run under an idempotency key. */
+export type Created = { created: true } | { created: false; runId: string; requestHash: string };
+
+/**
+ * Runs and their event log. Every change appends its events in the same transaction as the state
+ * it describes, guarded by the run's chain head, so the log has no gap and no duplicate seq.
+ */
+export interface RunLog {
+  load(runId: string): Promise<RunRecord | undefined>;
+  /**
+   * Applies `decide` to the run and commits what it returns; when another writer moved the chain
+   * first, reads again and decides again. `decide` returning undefined means nothing to do.
+   * `known` is a record the caller already holds: the first attempt decides on it without a read.
+   * Throws `StaleWriteError` when a write's own condition fails.
+   */
+  mutate(
+    runId: string,
+    decide: (record: RunRecord) => RunChange | undefined,
+    known?: RunRecord,
+  ): Promise<Committed | undefined>;
+  /**
+   * Stores a new run with its first events and, when given, its idempotency record. A run with a
+   * ticket takes the ticket's one active-run slot; throws `TicketBusyError` when another run holds it.
+   */
+  create(
+    run: Run,
+    firstEvents: readonly EventDraft[],
+    idempotency: { key: string; requestHash: string } | undefined,
+  ): Promise<Created>;
+  list(tenantId: string, options: { status?: RunStatus; limit: number; cursor?: string }): Promise<Page<Run>>;
+  /** A ticket's runs in one tenant, newest first. */
+  listByTicket(tenantId: string, ticketId: string, options: { limit: number; cursor?: string }): Promise<Page<Run>>;
+  /** Events after `since`, in seq order, at most `limit`. */
+  events(runId: string, since: number, limit: number): Promise<RunEvent[]>;
+  /** Runs not ended yet that were created before `before`, oldest first. */
+  activeRuns(before: Date, limit?: number): Promise<RunRecord[]>;
+}
+
+/** What `acquireLease` got: the lease, a lost execution to recover, or nothing to do. */
+export type LeaseOutcome =
+  | { readonly claim: 'lease' | 'lost'; readonly execution: StepExecution }
+  | { readonly claim: Exclude<LeaseClaim, 'lease' | 'lost'> };
+
+/** Step executions and their leases. */
+export interface StepExecutions {
+  executions(runId: string): Promise<StepExecution[]>;
+  execution(runId: string, executionId: string): Promise<StepExecution | undefined>;
+  /**
+   * Takes the lease when `leaseClaimOf` allows it; an execution whose holder was lost mid-action
+   * comes back as `lost`, to be ended by the recovery rule, never taken over.
+   */
+  acquireLease(runId: string, executionId: string, owner: string, now: Date, leaseMs: number): Promise<LeaseOutcome>;
+  /** Extends a lease the caller holds; false when it no longer holds it. */
+  renewLease(runId: string, executionId: string, owner: string, until: Date): Promise<boolean>;
+  /** Step executions whose lease expired before `now`, oldest first. */
+  expiredLeases(now: Date, limit?: number): Promise<Array<{ runId: string; executionId: string }>>;
+}
+
+/** The per-attempt aggregates that decide when a step is complete. */
+export interface Aggregates {
+  aggregates(runId: string): Promise<Aggregate[]>;
+  aggregate(runId: string, kind: string, stepId: string, attempt: number): Promise<Aggregate | undefined>;
+  /** Gives an aggregate the token of the task now waiting for it (after a re-dispatch). */
+  setAggregateToken(runId: string, kind: string, stepId: string, attempt: number, taskToken: string): Promise<void>;
+  /** Marks a full aggregate complete; exactly one caller gets it back, with the token to resume. */
+  claimCompletion(runId: string, kind: string, stepId: string, attempt: number): Promise<Aggregate | undefined>;
+}
+
+/** Receipts of steps that succeeded, by idempotency key. */
+export interface Receipts {
+  receipt(key: string): Promise<Receipt | undefined>;
+}
+
+/** Task tokens of interpreter tasks waiting on a person or an operator. */
+export interface WaitTokens {
+  /** Keeps the token of a waiting task (`resume`, `approval`), replacing an older one. */
+  putWaitToken(runId: string, waitingFor: string, taskToken: string, at: string): Promise<void>;
+  /** Takes a waiting task's token, so exactly one caller resumes it. */
+  claimWaitToken(runId: string, waitingFor: string): Promise<string | undefined>;
+}
+
+/** Everything kept about runs, as one port; use cases name the parts they use. */
+export type RunStore = RunLog & StepExecutions & Aggregates & Receipts & WaitTokens;

@@ -1,0 +1,196 @@
+import { describe, expect, it } from 'vitest';
+import type { ApprovalStore } from '../../shared/app/ports/approvals.js';
+import type { RunStore } from '../../shared/app/ports/runs.js';
+import { writes } from '../../shared/app/ports/writes.js';
+import type { Run, StepExecution } from '../../shared/domain/entities.js';
+import { StaleWriteError } from '../../shared/domain/errors.js';
+import type { EventDraft } from '../../shared/domain/events.js';
+
+export interface Stores {
+  readonly runs: RunStore;
+  readonly approvals: ApprovalStore;
+}
+
+let counter = 0;
+const NOW = '2026-01-01T00:00:00.000Z';
+
+function newRun(): Run {
+  counter++;
+  return {
+    runId: `run-contract-${Date.now()}-${counter}`,
+    tenantId: 'tenant-contract',
+    runbookId: 'rb',
+    runbookVersion: 1,
+    runbookDigest: 'digest',
+    status: 'queued',
+    inputs: {},
+    priority: 'normal',
+    requestedBy: 'alice',
+    createdAt: NOW,
+    updatedAt: NOW,
+    cancelRequested: false,
+  };
+}
+
+const event = (type: EventDraft['type'], payload: EventDraft['payload'] = {}): EventDraft => ({
+  eventId: `e-${Math.random().toString(36).slice(2)}`,
+  type,
+  timestamp: NOW,
+  payload,
+  meta: {},
+});
+
+function pending(run: Run): StepExecution {
+  return {
+    executionId: `${run.runId}.step.one.1.once`,
+    runId: run.runId,
+    tenantId: run.tenantId,
+    stepId: 'one',
+    kind: 'step',
+    targetId: 'once',
+    attempt: 1,
+    status: 'pending',
+    idempotencyKey: `${run.runId}.step.one.once`,
+    createdAt: NOW,
+    outputTail: [],
+    secretsUsed: [],
+  };
+}
+
+const aggregate = {
+  kind: 'step',
+  stepId: 'one',
+  attempt: 1,
+  total: 1,
+  done: 0,
+  succeeded: 0,
+  failed: 0,
+  completed: false,
+  taskToken: 't1',
+} as const;
+
+/** Runs a created run with one pending execution and its aggregate. */
+async function dispatched(runs: RunStore): Promise<{ run: Run; execution: StepExecution }> {
+  const run = newRun();
+  await runs.create(run, [event('run.created')], undefined);
+  const execution = pending(run);
+  await runs.mutate(run.runId, () => ({
+    events: [event('step.dispatched')],
+    writes: [writes.putExecution(execution), writes.putAggregate(run.runId, aggregate)],
+  }));
+  return { run, execution };
+}
+
+/**
+ * What every implementation of the run ports must do, run against the in-memory stores (unit) and
+ * the DynamoDB adapter (integration), so the two cannot drift.
+ */
+export function runStoreContract(name: string, stores: () => Stores): void {
+  describe(`the run store contract (${name})`, () => {
+    it('appends each change with its events, in seq order on one chain', async () => {
+      const { runs } = stores();
+      const run = newRun();
+      await runs.create(run, [event('run.created')], undefined);
+      const committed = await runs.mutate(run.runId, () => ({
+        run: { status: 'running' },
+        events: [event('run.started')],
+      }));
+      expect(committed?.record.run.status).toBe('running');
+      const log = await runs.events(run.runId, 0, 10);
+      expect(log.map((e) => [e.seq, e.type])).toEqual([
+        [1, 'run.created'],
+        [2, 'run.started'],
+      ]);
+      expect(log[1]?.prevHash).toBe(log[0]?.hash);
+      expect((await runs.load(run.runId))?.head).toEqual(committed?.record.head);
+    });
+
+    it('refuses the whole change with a StaleWriteError when one write no longer applies', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      const change = () => ({
+        events: [event('step.started')],
+        writes: [writes.updateExecution({ ...execution, status: 'running' as const }, ['leased'], 'worker-a')],
+      });
+      await expect(runs.mutate(run.runId, change)).rejects.toBeInstanceOf(StaleWriteError);
+      expect((await runs.events(run.runId, 0, 10)).map((e) => e.type)).toEqual(['run.created', 'step.dispatched']);
+      expect((await runs.execution(run.runId, execution.executionId))?.status).toBe('pending');
+    });
+
+    it('decides again on fresh state when the record it was given is no longer current', async () => {
+      const { runs } = stores();
+      const run = newRun();
+      await runs.create(run, [event('run.created')], undefined);
+      const held = await runs.load(run.runId);
+      await runs.mutate(run.runId, () => ({ events: [], rollbackRequested: true }));
+      const seen: boolean[] = [];
+      const committed = await runs.mutate(
+        run.runId,
+        (record) => {
+          seen.push(record.rollbackRequested);
+          return { events: [event('run.started')] };
+        },
+        held,
+      );
+      expect(seen).toEqual([false, true]);
+      expect(committed?.record.rollbackRequested).toBe(true);
+      expect((await runs.load(run.runId))?.rollbackRequested).toBe(true);
+    });
+
+    it('gives a pending execution to one worker only', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      const now = new Date();
+      const first = await runs.acquireLease(run.runId, execution.executionId, 'worker-a', now, 30_000);
+      const second = await runs.acquireLease(run.runId, execution.executionId, 'worker-b', now, 30_000);
+      expect(first).toMatchObject({ claim: 'lease', execution: { status: 'leased', leaseOwner: 'worker-a' } });
+      expect(second).toEqual({ claim: 'held' });
+      expect(
+        await runs.renewLease(run.runId, execution.executionId, 'worker-b', new Date(now.getTime() + 60_000)),
+      ).toBe(false);
+      expect(
+        await runs.renewLease(run.runId, execution.executionId, 'worker-a', new Date(now.getTime() + 60_000)),
+      ).toBe(true);
+    });
+
+    it('completes an aggregate for exactly one caller once every target is counted', async () => {
+      const { runs } = stores();
+      const { run } = await dispatched(runs);
+      expect(await runs.claimCompletion(run.runId, 'step', 'one', 1)).toBeUndefined();
+      await runs.mutate(run.runId, () => ({
+        events: [],
+        writes: [writes.countResult(run.runId, 'step', 'one', 1, true)],
+      }));
+      const claims = await Promise.all([
+        runs.claimCompletion(run.runId, 'step', 'one', 1),
+        runs.claimCompletion(run.runId, 'step', 'one', 1),
+      ]);
+      expect(claims.filter(Boolean)).toEqual([expect.objectContaining({ succeeded: 1, done: 1, taskToken: 't1' })]);
+      await expect(
+        runs.mutate(run.runId, () => ({ events: [], writes: [writes.countResult(run.runId, 'step', 'one', 1, true)] })),
+      ).rejects.toBeInstanceOf(StaleWriteError);
+    });
+
+    it('returns the first run for a repeated idempotency key', async () => {
+      const { runs } = stores();
+      const first = newRun();
+      const second = newRun();
+      const key = { key: `k-${first.runId}`, requestHash: 'h' };
+      expect(await runs.create(first, [event('run.created')], key)).toEqual({ created: true });
+      expect(await runs.create(second, [event('run.created')], key)).toEqual({
+        created: false,
+        runId: first.runId,
+        requestHash: 'h',
+      });
+      expect(await runs.load(second.runId)).toBeUndefined();
+    });
+
+    it('hands a wait token to one claimer', async () => {
+      const { runs } = stores();
+      const run = newRun();
+      await runs.putWaitToken(run.runId, 'approval', 'token-1', NOW);
+      expect(await runs.claimWaitToken(run.runId, 'approval')).toBe('token-1');
+      expect(await runs.claimWaitToken(run.runId, 'approval')).toBeUndefined();
+    });
+  });
+}

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MeteredEndpoint } from '../../local/request-meter.js';
+import type { Principal } from '../../shared/domain/entities.js';
+import type { StepCommand } from '../../shared/domain/messages.js';
+import { startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
+
+/**
+ * DynamoDB requests one step of a plain runbook may cost, from Plan to its recorded result (the
+ * create and the final Plan amortised over the steps). The target is 12; what remains above it is
+ * listed in docs/architecture.md (lease without a read, Dispatch without the aggregate read, the
+ * worker handing its lease to the result writer).
+ */
+const BUDGET_PER_STEP = 18;
+const STEPS = 3;
+const operator: Principal = { subject: 'olive', tenantId: 'acme', roles: ['operator'] };
+
+let dynamo: TestDynamo;
+let meter: MeteredEndpoint;
+let walk: () => Promise<void>;
+
+beforeAll(async () => {
+  dynamo = await startTestDynamo('budget');
+  const { startMeteredEndpoint } = await import('../../local/request-meter.js');
+  meter = await startMeteredEndpoint(dynamo.local.endpoint);
+  // Every client built from here on talks to DynamoDB Local through the meter.
+  process.env.AWS_ENDPOINT_URL_DYNAMODB = meter.url;
+  const { documentClient } = await import('../../shared/adapters/dynamodb/client.js');
+  const { makeRunStore } = await import('../../shared/adapters/dynamodb/run-store.js');
+  const { makeApprovalStore } = await import('../../shared/adapters/dynamodb/approval-store.js');
+  const { makeDynamoRunbookStore } = await import('../../shared/adapters/dynamodb/runbook-store.js');
+  const { cachingVersions } = await import('../../shared/app/runbook-cache.js');
+  const { makeRegisterRunbook } = await import('../../shared/app/runbooks.js');
+  const { createRunBodySchema, makeCreateRun } = await import('../../shared/app/runs.js');
+  const { makeDispatch, makePlanNext } = await import('../../shared/app/interpreter.js');
+  const { makeStepResults } = await import('../../shared/app/step-results.js');
+  const { DEFAULT_POLICY } = await import('../../shared/domain/policy.js');
+  const clock = { now: () => new Date() };
+  const runs = makeRunStore(documentClient, dynamo.tableNames);
+  const approvals = makeApprovalStore(documentClient, dynamo.tableNames.state);
+  const runbooks = cachingVersions(makeDynamoRunbookStore(documentClient, dynamo.tableNames.state));
+  const callbacks = { succeed: async () => undefined, fail: async () => undefined };
+  await makeRegisterRunbook({ runbooks, clock })({
+    principal: operator,
+    format: 'json',
+    source: JSON.stringify({
+      name: 'budget',
+      environment: 'dev',
+      sandbox_profile: 'dev-flex',
+      steps: Array.from({ length: STEPS }, (_, i) => ({
+        id: `noop-${i + 1}`,
+        backend: 'test',
+        action: 'echo',
+        params: { message: 'hi' },
+      })),
+    }),
+  });
+  const sent: StepCommand[] = [];
+  const create = makeCreateRun({ runbooks, runs, clock, starter: { start: async (run) => `arn:${run.runId}` } });
+  const planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
+  const dispatch = makeDispatch({
+    runbooks,
+    runs,
+    approvals,
+    clock,
+    callbacks,
+    queue: {
+      send: async (_profile, commands) => {
+        sent.push(...commands);
+        return [];
+      },
+    },
+  });
+  const results = makeStepResults({ runs, callbacks, clock });
+  // What the interpreter and a worker do for a run, in order, without the transport between them.
+  walk = async () => {
+    const { runId } = await create({ principal: operator, body: createRunBodySchema.parse({ runbookId: 'budget' }) });
+    for (;;) {
+      const decision = await planNext(runId);
+      if (decision.action !== 'dispatch') {
+        expect(decision.action).toBe('succeed');
+        return;
+      }
+      await dispatch(runId, decision, `token-${decision.stepId}`);
+      const cmd = sent.shift();
+      if (!cmd) throw new Error('nothing was sent');
+      const lease = await runs.acquireLease(cmd.runId, cmd.executionId, 'worker-a', new Date(), 30_000);
+      expect(lease.claim).toBe('lease');
+      expect(await runs.receipt(cmd.idempotencyKey)).toBeUndefined();
+      await results.started(cmd, 'worker-a');
+      await results.output(cmd, 'worker-a', [{ stream: 'stdout', text: 'hi', streamSeq: 1 }]);
+      await results.finished(cmd, 'worker-a', { outcome: 'succeeded', output: {} });
+    }
+  };
+}, 120_000);
+
+afterAll(async () => {
+  await meter?.close();
+  await dynamo?.local.stop();
+});
+
+describe('the DynamoDB request budget', () => {
+  it('runs a step, from its Plan to its recorded result, within its DynamoDB request budget', async () => {
+    await walk(); // warms the runbook cache, as a warm Lambda has it
+    meter.reset();
+    await walk();
+    const perStep = meter.total() / STEPS;
+    console.log('DynamoDB requests per step', perStep.toFixed(2), JSON.stringify(meter.counts));
+    expect(perStep).toBeLessThanOrEqual(BUDGET_PER_STEP);
+  });
+});
