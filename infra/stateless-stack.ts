@@ -66,6 +66,7 @@ export class StatelessStack extends Stack {
       interpreter,
       queues: stateful.queues,
       key: stateful.key,
+      evidenceKey: stateful.evidenceKey,
       eventBus: new EventBus(this, 'Bus', { eventBusName: `${config.prefix}-events` }),
       environment: {
         CAPSTAN_PREFIX: config.prefix,
@@ -90,6 +91,7 @@ export class StatelessStack extends Stack {
       apiName: `${config.prefix}-api`,
       routes: ROUTES,
       notifyWebhookUrl: config.notifyWebhookUrl,
+      policy: policyText(config),
       jwt: { issuer: config.jwtIssuer, jwksUrl: config.jwksUrl, audience: config.jwtAudience },
     });
     const liveStream = new LiveStream(this, 'LiveStream', {

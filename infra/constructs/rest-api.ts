@@ -34,6 +34,8 @@ export interface RestApiProps {
   readonly resources: RunResources;
   /** Slack-compatible webhook an admin's forced sweep posts escalations to; none when empty. @default '' */
   readonly notifyWebhookUrl?: string;
+  /** The deployment's policy document, which evidence bundles carry for sealed replay. @default '' */
+  readonly policy?: string;
   /** Name of the API; also the prefix of its resources. */
   readonly apiName: string;
   /** One function per route, named for its handler module under `functions/api/`. */
@@ -91,6 +93,8 @@ export class RestApi extends Construct {
         throttlingBurstLimit: props.throttlingBurstLimit ?? 200,
         throttlingRateLimit: props.throttlingRateLimit ?? 100,
       },
+      // Bundles, exports and artifacts are answered as base64 by their functions and sent as bytes.
+      binaryMediaTypes: ['application/gzip', 'application/octet-stream'],
     });
     new ErrorGatewayResponses(this, 'ErrorResponses', { restApi: this.api });
     const requestValidator = this.api.addRequestValidator('Validator', { validateRequestParameters: true });
@@ -114,7 +118,7 @@ export class RestApi extends Construct {
       });
       grantRunState(resources, handler, route.method === 'GET' ? 'read' : 'read-write');
       for (const access of route.access ?? [])
-        this.grantRouteAccess(handler, access, resources, props.notifyWebhookUrl);
+        this.grantRouteAccess(handler, access, resources, props);
     }
     this.functions = functions;
   }
@@ -123,7 +127,7 @@ export class RestApi extends Construct {
     handler: NodejsFunction,
     access: RouteAccess,
     resources: RunResources,
-    notifyWebhookUrl: string | undefined,
+    props: Pick<RestApiProps, 'notifyWebhookUrl' | 'policy'>,
   ): void {
     switch (access) {
       case 'start-runs':
@@ -145,7 +149,19 @@ export class RestApi extends Construct {
         return;
       case 'reconcile':
         // An admin's forced sweep does what the scheduled reconciler does.
-        grantReconcile(resources, handler, notifyWebhookUrl);
+        grantReconcile(resources, handler, props.notifyWebhookUrl);
+        return;
+      case 'build-evidence':
+        // Sign and read the public key only: the key's other uses stay with its administrators.
+        resources.evidenceKey.grant(handler, 'kms:Sign', 'kms:GetPublicKey');
+        resources.evidenceBucket.grantReadWrite(handler);
+        // A GET route reads the run state; recording the bundle's digest on the run is its one write.
+        resources.state.grant(handler, 'dynamodb:PutItem');
+        handler.addEnvironment('CAPSTAN_EVIDENCE_KEY_ID', resources.evidenceKey.keyArn);
+        handler.addEnvironment('CAPSTAN_POLICY', props.policy ?? '');
+        return;
+      case 'read-evidence':
+        resources.evidenceBucket.grantRead(handler);
         return;
       default: {
         const unknown: never = access;

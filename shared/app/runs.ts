@@ -82,6 +82,8 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
     principal: Principal;
     body: CreateRunBody;
     idempotencyKey?: string;
+    /** The run this one replays (`POST /v1/runs/{id}/replay`). */
+    replayOf?: string;
   }): Promise<{ runId: string; status: RunStatus; created: boolean }> {
     const { principal, body } = input;
     requireRole(principal, ['operator', 'admin'], 'starting a run');
@@ -121,6 +123,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
       createdAt: now,
       updatedAt: now,
       cancelRequested: false,
+      ...(input.replayOf !== undefined && { replayOf: input.replayOf }),
     };
     const requestHash = sha256Hex(canonicalJson(body as unknown as Json));
     const stored = await deps.runs.create(
@@ -138,6 +141,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
             requestedBy: run.requestedBy,
             priority: run.priority,
             ...(run.ticket && { ticket: run.ticket }),
+            ...(run.replayOf !== undefined && { replayOf: run.replayOf }),
           },
           meta: {},
         },

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { createRunBodySchema, eventsQuerySchema, idempotencyKeySchema, listRunsQuerySchema } from '../app/runs.js';
 import { resumeBodySchema } from '../app/approvals.js';
+import { artifactPathSchema } from '../app/artifacts.js';
+import { createExportBodySchema, exportPathSchema } from '../app/exports.js';
+import { replayBodySchema } from '../app/replay.js';
 import { listWorkersQuerySchema, workerPathSchema } from '../app/workers.js';
 import { decisionBodySchema } from '../domain/approvals.js';
 import {
@@ -182,7 +185,13 @@ export interface RouteSchemas {
   /** The body; `yaml` when the route also takes the same document as YAML. */
   readonly body?: { readonly schema: z.ZodType; readonly yaml?: boolean };
   /** The success response: its status and body. */
-  readonly response: { readonly status: number; readonly schema: z.ZodType; readonly alsoStatus?: number };
+  readonly response: {
+    readonly status: number;
+    readonly schema: z.ZodType;
+    readonly alsoStatus?: number;
+    /** `application/json` unless the route answers bytes (a bundle, an artifact). */
+    readonly contentType?: string;
+  };
 }
 
 export const REQUEST_BODIES = {
@@ -190,6 +199,31 @@ export const REQUEST_BODIES = {
   createRun: { schema: createRunBodySchema },
   decision: { schema: decisionBodySchema },
   resume: { schema: resumeBodySchema },
+  replay: { schema: replayBodySchema },
+  createExport: { schema: createExportBodySchema },
 } as const;
+
+// ---- evidence, artifacts, exports and replay ----
+
+/** A binary answer, as OpenAPI 3.1 describes one. */
+export const binarySchema = z.string().meta({ contentMediaType: 'application/octet-stream', format: 'binary' });
+export const artifactSchema = z.looseObject({
+  name: z.string(),
+  stepId: z.string(),
+  targetId: z.string().optional(),
+  size: z.number().int(),
+  sha256: z.string(),
+});
+export const artifactListSchema = z.looseObject({ artifacts: z.array(artifactSchema) });
+export const replayAcceptedSchema = z.looseObject({ runId: z.string(), replayOf: z.string(), status: runStatusSchema });
+export const exportCreatedSchema = z.looseObject({
+  exportId: z.string(),
+  runs: z.number().int(),
+  size: z.number().int(),
+  sha256: z.string(),
+  since: z.string(),
+  until: z.string(),
+});
+export { artifactPathSchema, exportPathSchema };
 
 export { eventsQuerySchema, listRunsQuerySchema, listWorkersQuerySchema, workerPathSchema };
