@@ -8,6 +8,7 @@ import { makeStepResults } from '../shared/app/step-results.js';
 import {
   ecsClient,
   lambdaClient,
+  s3Client,
   secretsClient,
   sfnClient,
   sqsClient,
@@ -30,6 +31,7 @@ import { makeHttpBackend } from './backends/http.js';
 import { makeNotifyBackend } from './backends/notify.js';
 import { makeScriptBackend } from './backends/script.js';
 import { makeTestBackend } from './backends/test.js';
+import { makeArtifactStore } from './artifacts.js';
 import { Worker } from './worker.js';
 
 const workerEnvSchema = z.object({
@@ -102,6 +104,15 @@ async function main(): Promise<void> {
     results,
     backends,
     secrets: makeSecretsManagerSource(secretsClient()),
+    ...(config().CAPSTAN_EVIDENCE_BUCKET && {
+      artifacts: makeArtifactStore({
+        s3: s3Client(),
+        bucket: config().CAPSTAN_EVIDENCE_BUCKET ?? '',
+        maxBytes: config().CAPSTAN_ARTIFACT_MAX_BYTES,
+        runs,
+        clock: systemClock,
+      }),
+    }),
     redactPatterns: [...DEFAULT_REDACTION_PATTERNS, ...parsePatterns(env.CAPSTAN_REDACT_PATTERNS)],
     onViolation: (cmd) => {
       metrics.addDimensions({ sandboxProfile: profile.name, enforcedBy: 'worker' });
