@@ -32,7 +32,11 @@ export interface HttpResult {
   readonly status: number;
   readonly body?: unknown;
   /** A binary answer instead of JSON: sent base64-encoded, as API Gateway's proxy integration expects. */
-  readonly binary?: { readonly contentType: string; readonly bytes: Uint8Array; readonly headers?: Record<string, string> };
+  readonly binary?: {
+    readonly contentType: string;
+    readonly bytes: Uint8Array;
+    readonly headers?: Record<string, string>;
+  };
 }
 
 const binaryResponse = (status: number, binary: NonNullable<HttpResult['binary']>): APIGatewayProxyResult => ({

@@ -40,7 +40,12 @@ export async function startLocalKms(options: LocalKmsOptions): Promise<LocalKms>
   const digest = createHash('sha256').update(spki).digest('hex');
   const keyId = `${digest.slice(0, 8)}-${digest.slice(8, 12)}-4${digest.slice(13, 16)}-8${digest.slice(17, 20)}-${digest.slice(20, 32)}`;
   const keyArn = `arn:aws:kms:${options.region}:${options.account}:key/${keyId}`;
-  const known = new Set([keyId, keyArn, options.alias, `arn:aws:kms:${options.region}:${options.account}:${options.alias}`]);
+  const known = new Set([
+    keyId,
+    keyArn,
+    options.alias,
+    `arn:aws:kms:${options.region}:${options.account}:${options.alias}`,
+  ]);
   const requireKey = (input: Record<string, unknown>) => {
     const id = requireString(input, 'KeyId');
     if (!known.has(id)) throw new AwsServiceError('NotFoundException', `Key '${id}' does not exist`);

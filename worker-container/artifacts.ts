@@ -63,7 +63,11 @@ export function makeArtifactStore(options: ArtifactStoreOptions) {
               stepId: cmd.stepId,
               targetId: cmd.targetId,
               payload: { name, size: record.size, sha256: record.sha256, kind: cmd.kind, attempt: cmd.attempt },
-              meta: { workerId, sandboxProfile: cmd.sandboxProfile, ...(cmd.correlationId && { correlationId: cmd.correlationId }) },
+              meta: {
+                workerId,
+                sandboxProfile: cmd.sandboxProfile,
+                ...(cmd.correlationId && { correlationId: cmd.correlationId }),
+              },
             },
           ],
         }));

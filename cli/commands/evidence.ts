@@ -13,7 +13,9 @@ function readInput(file: string, what: string): Buffer {
   try {
     return readFileSync(file);
   } catch (error) {
-    throw new UsageError(`cannot read ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new UsageError(
+      `cannot read ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
 }
 
@@ -39,7 +41,7 @@ export function registerEvidenceCommands(program: Command, contextFor: ContextFo
   example(
     program
       .command('export')
-      .description("export every run of your tenant in a window as one signed bundle")
+      .description('export every run of your tenant in a window as one signed bundle')
       .requiredOption('--since <iso>', 'runs created at or after this time (ISO 8601)')
       .option('--until <iso>', 'runs created at or before this time (default: now)')
       .requiredOption('-o, --output <file>', 'where to write the bundle (.tar.gz)'),

@@ -117,8 +117,7 @@ export class RestApi extends Construct {
         requestValidator,
       });
       grantRunState(resources, handler, route.method === 'GET' ? 'read' : 'read-write');
-      for (const access of route.access ?? [])
-        this.grantRouteAccess(handler, access, resources, props);
+      for (const access of route.access ?? []) this.grantRouteAccess(handler, access, resources, props);
     }
     this.functions = functions;
   }

@@ -3,7 +3,10 @@ import type { ManifestSigner } from '../app/evidence-ports.js';
 
 /** DER (SPKI) bytes as a PEM public key. */
 function pemOf(der: Uint8Array): string {
-  const lines = Buffer.from(der).toString('base64').match(/.{1,64}/g) ?? [];
+  const lines =
+    Buffer.from(der)
+      .toString('base64')
+      .match(/.{1,64}/g) ?? [];
   return `-----BEGIN PUBLIC KEY-----\n${lines.join('\n')}\n-----END PUBLIC KEY-----\n`;
 }
 

@@ -107,7 +107,10 @@ export async function buildRunBundle(deps: EvidenceDeps, run: Run) {
  * evidence bucket, and its key and sha256 recorded on the run (the first writer wins a race).
  */
 export function makeGetEvidence(deps: EvidenceDeps) {
-  return async function getEvidence(principal: Principal, runId: string): Promise<{ body: Uint8Array; sha256: string }> {
+  return async function getEvidence(
+    principal: Principal,
+    runId: string,
+  ): Promise<{ body: Uint8Array; sha256: string }> {
     requireRole(principal, ANY_ROLE, 'reading evidence');
     const { run } = await visibleRecord(deps.runs, principal, runId);
     if (!runStateMachine.isTerminal(run.status))

@@ -58,7 +58,9 @@ export function makeCreateExport(deps: EvidenceDeps) {
     const since = Date.parse(body.since);
     const until = body.until === undefined ? createdAt.getTime() : Date.parse(body.until);
     if (until < since)
-      throw new ValidationError('the window ends before it starts', [{ path: 'until', message: 'must not be before since' }]);
+      throw new ValidationError('the window ends before it starts', [
+        { path: 'until', message: 'must not be before since' },
+      ]);
     const exportId = `exp-${randomUUID()}`;
     const { keyId, pem } = await deps.signer.publicKey();
     const manifest: ExportManifest = {
@@ -106,7 +108,14 @@ export function makeCreateExport(deps: EvidenceDeps) {
       }
     }
     const size = await deps.objects.putStream(exportKey(principal.tenantId, exportId), hashed(), 'application/gzip');
-    return { exportId, runs: manifest.runs.length, size, sha256: hash.digest('hex'), since: manifest.since, until: manifest.until };
+    return {
+      exportId,
+      runs: manifest.runs.length,
+      size,
+      sha256: hash.digest('hex'),
+      since: manifest.since,
+      until: manifest.until,
+    };
   };
 }
 

@@ -31,7 +31,8 @@ export interface RouteSpec {
  * send commands). `build-evidence`: write bundles to the evidence bucket and sign manifests with the
  * evidence key. `read-evidence`: read objects (artifacts, exports) from the evidence bucket.
  */
-export type RouteAccess = 'start-runs' | 'resume-runs' | 'check-health' | 'reconcile' | 'build-evidence' | 'read-evidence';
+export type RouteAccess =
+  'start-runs' | 'resume-runs' | 'check-health' | 'reconcile' | 'build-evidence' | 'read-evidence';
 
 const ANY_ROLE: readonly Role[] = ['viewer', 'operator', 'approver', 'admin'];
 const OPERATE: readonly Role[] = ['operator', 'admin'];
@@ -292,7 +293,7 @@ export const ROUTES: readonly RouteSpec[] = [
     roles: OPERATE,
     access: ['build-evidence'],
     schemas: {
-      summary: "Export every run of the tenant in a window as one signed bundle",
+      summary: 'Export every run of the tenant in a window as one signed bundle',
       body: api.REQUEST_BODIES.createExport,
       response: { status: 201, schema: api.exportCreatedSchema },
     },

@@ -64,7 +64,9 @@ export function makeS3EvidenceObjects(client: S3Client, bucket: string): Evidenc
         );
         return size;
       } catch (error) {
-        await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId })).catch(() => undefined);
+        await client
+          .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId }))
+          .catch(() => undefined);
         throw error;
       }
     },

@@ -76,7 +76,9 @@ function receiptLines(evidence: RunEvidence): unknown[] {
           status: execution.status,
           endedAt: execution.endedAt ?? null,
           ...(execution.error && { error: execution.error }),
-          ...(receipt && { receipt: { outcome: receipt.outcome, output: receipt.output ?? {}, recordedAt: receipt.recordedAt } }),
+          ...(receipt && {
+            receipt: { outcome: receipt.outcome, output: receipt.output ?? {}, recordedAt: receipt.recordedAt },
+          }),
         },
         reversible: spec?.reversible === true || reverse !== undefined,
         reverse: reverse

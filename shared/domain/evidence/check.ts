@@ -14,7 +14,10 @@ export type CheckVerdict =
  * unpack, verify (signature, digests, chains, heads), and with `replay`, replay every run's
  * events through the planner. The first failure is the answer.
  */
-export function checkBundle(gzipped: Uint8Array, options: { pinnedKeyPem?: string; replay?: boolean } = {}): CheckVerdict {
+export function checkBundle(
+  gzipped: Uint8Array,
+  options: { pinnedKeyPem?: string; replay?: boolean } = {},
+): CheckVerdict {
   let entries;
   try {
     entries = readTar(gunzipSync(gzipped));
@@ -39,7 +42,11 @@ export function checkBundle(gzipped: Uint8Array, options: { pinnedKeyPem?: strin
       text(`${run.directory}${f}`),
     );
     if (runbookText === undefined || policyText === undefined || eventsText === undefined)
-      return { ok: false, check: 'replay', reason: `run ${run.runId} lacks the runbook, policy or events a replay needs` };
+      return {
+        ok: false,
+        check: 'replay',
+        reason: `run ${run.runId} lacks the runbook, policy or events a replay needs`,
+      };
     const events = parseEventLines(eventsText);
     if ('line' in events) return { ok: false, check: 'replay', reason: `events line ${events.line} ${events.reason}` };
     let outcome;

@@ -33,7 +33,12 @@ export function paeDigest(payloadType: string, payload: Uint8Array): Buffer {
 }
 
 /** Wraps a payload and its DER-encoded ECDSA signature into an envelope. */
-export function envelopeOf(payloadType: string, payload: Uint8Array, keyId: string, signature: Uint8Array): DsseEnvelope {
+export function envelopeOf(
+  payloadType: string,
+  payload: Uint8Array,
+  keyId: string,
+  signature: Uint8Array,
+): DsseEnvelope {
   return {
     payloadType,
     payload: Buffer.from(payload).toString('base64'),

@@ -184,7 +184,8 @@ class ReplayState {
         const gate = this.approvals.get(String(p.approvalId));
         const status = approvalStatusSchema.safeParse(p.status);
         if (gate && status.success) this.approvals.set(gate.approvalId, { ...gate, status: status.data });
-        if (status.success && status.data === 'expired' && this.status === 'waiting_for_approval') this.status = 'running';
+        if (status.success && status.data === 'expired' && this.status === 'waiting_for_approval')
+          this.status = 'running';
         return;
       }
       default:
@@ -202,7 +203,9 @@ class ReplayState {
   }
 
   private lastFailure(): { stepId: string; attempt: number } | undefined {
-    const failed = [...this.executions.values()].filter((e) => e.kind === 'step' && e.status !== 'succeeded' && e.endedAt);
+    const failed = [...this.executions.values()].filter(
+      (e) => e.kind === 'step' && e.status !== 'succeeded' && e.endedAt,
+    );
     const last = failed.sort((a, b) => (a.endedAt ?? '').localeCompare(b.endedAt ?? '')).at(-1);
     return last && { stepId: last.stepId, attempt: last.attempt };
   }

@@ -1,13 +1,6 @@
 import { type RunEvent, runEventSchema, verifyChain } from '../events.js';
 import { dsseEnvelopeSchema, MANIFEST_PAYLOAD_TYPE, verifyEnvelope } from './dsse.js';
-import {
-  type Manifest,
-  MANIFEST_PATH,
-  manifestSchema,
-  PUBLIC_KEY_PATH,
-  sha256Of,
-  SIGNATURE_PATH,
-} from './manifest.js';
+import { type Manifest, MANIFEST_PATH, manifestSchema, PUBLIC_KEY_PATH, sha256Of, SIGNATURE_PATH } from './manifest.js';
 import type { TarEntry } from './tar.js';
 
 /** Which check failed first; the CLI names it and exits 1. */
@@ -38,7 +31,8 @@ export function parseEventLines(text: string): { events: RunEvent[] } | { line: 
       return { line: index + 1, reason: 'is not JSON' };
     }
     const parsed = runEventSchema.safeParse(value);
-    if (!parsed.success) return { line: index + 1, reason: `is not an event (${parsed.error.issues[0]?.message ?? ''})` };
+    if (!parsed.success)
+      return { line: index + 1, reason: `is not an event (${parsed.error.issues[0]?.message ?? ''})` };
     events.push(parsed.data);
   }
   return { events };
@@ -74,7 +68,10 @@ export function verifyBundle(entries: readonly TarEntry[], options: { pinnedKeyP
   const envelope = dsseEnvelopeSchema.safeParse(envelopeValue);
   if (!envelope.success) return fail('signature', `${SIGNATURE_PATH} is not a DSSE envelope`);
   if (envelope.data.payloadType !== MANIFEST_PAYLOAD_TYPE)
-    return fail('signature', `the envelope's payload type is ${envelope.data.payloadType}, not ${MANIFEST_PAYLOAD_TYPE}`);
+    return fail(
+      'signature',
+      `the envelope's payload type is ${envelope.data.payloadType}, not ${MANIFEST_PAYLOAD_TYPE}`,
+    );
   if (!Buffer.from(envelope.data.payload, 'base64').equals(Buffer.from(manifestBody)))
     return fail('signature', `the signed payload is not the bundle's ${MANIFEST_PATH}`);
   const keyPem = options.pinnedKeyPem ?? text(PUBLIC_KEY_PATH);
@@ -118,7 +115,10 @@ export function verifyBundle(entries: readonly TarEntry[], options: { pinnedKeyP
     if (foreign) return fail('chain', `${path} seq ${foreign.seq} belongs to run ${foreign.runId}, not ${run.runId}`);
     const verdict = verifyChain(parsed.events);
     if (!verdict.valid)
-      return fail('chain', `the chain of run ${run.runId} breaks at line ${verdict.index + 1} (seq ${verdict.seq}): ${verdict.reason}`);
+      return fail(
+        'chain',
+        `the chain of run ${run.runId} breaks at line ${verdict.index + 1} (seq ${verdict.seq}): ${verdict.reason}`,
+      );
     if (verdict.head.seq !== run.chainHead.seq || verdict.head.hash !== run.chainHead.hash)
       return fail(
         'chain-head',
