@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { RunStore } from '../shared/adapters/dynamodb/run-store.js';
+import type { EvidenceObjects } from '../shared/app/evidence-ports.js';
 import type { Clock } from '../shared/app/ports.js';
 import { artifactKey, artifactNameSchema } from '../shared/domain/evidence/artifacts.js';
 import type { ArtifactRecord } from '../shared/domain/evidence/bundle.js';
@@ -9,8 +9,8 @@ import type { StepCommand } from '../shared/domain/messages.js';
 import { ActionError } from './backends/types.js';
 
 export interface ArtifactStoreOptions {
-  readonly s3: S3Client;
-  readonly bucket: string;
+  /** The evidence bucket. */
+  readonly objects: Pick<EvidenceObjects, 'put'>;
   readonly maxBytes: number;
   readonly runs: Pick<RunStore, 'mutate'>;
   readonly clock: Clock;
@@ -45,15 +45,7 @@ export function makeArtifactStore(options: ArtifactStoreOptions) {
           size: body.length,
           sha256: sha256Of(body),
         };
-        await options.s3.send(
-          new PutObjectCommand({
-            Bucket: options.bucket,
-            Key: artifactKey(cmd.tenantId, cmd.runId, name),
-            Body: body,
-            ContentType: 'application/octet-stream',
-            ChecksumSHA256: Buffer.from(record.sha256, 'hex').toString('base64'),
-          }),
-        );
+        await options.objects.put(artifactKey(cmd.tenantId, cmd.runId, name), body, 'application/octet-stream');
         await options.runs.mutate(cmd.runId, () => ({
           events: [
             {

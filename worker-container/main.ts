@@ -18,6 +18,7 @@ import { documentClient } from '../shared/adapters/dynamodb/client.js';
 import { makeCounters } from '../shared/adapters/dynamodb/counters.js';
 import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
 import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
+import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeSecretsManagerSource } from '../shared/adapters/secrets.js';
 import { makeSfnCallbacks } from '../shared/adapters/sfn.js';
 import { makeQueueUrls } from '../shared/adapters/sqs/command-queue.js';
@@ -106,8 +107,7 @@ async function main(): Promise<void> {
     secrets: makeSecretsManagerSource(secretsClient()),
     ...(config().CAPSTAN_EVIDENCE_BUCKET && {
       artifacts: makeArtifactStore({
-        s3: s3Client(),
-        bucket: config().CAPSTAN_EVIDENCE_BUCKET ?? '',
+        objects: makeS3EvidenceObjects(s3Client(), config().CAPSTAN_EVIDENCE_BUCKET ?? ''),
         maxBytes: config().CAPSTAN_ARTIFACT_MAX_BYTES,
         runs,
         clock: systemClock,

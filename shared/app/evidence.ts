@@ -63,7 +63,7 @@ export async function gatherEvidence(deps: EvidenceDeps, run: Run): Promise<RunE
 }
 
 /** The manifest's signature and the key that checks it, as bundle files. */
-export async function signManifest(signer: ManifestSigner, manifest: Uint8Array, keyId: string, pem: string) {
+export async function signManifest(signer: ManifestSigner, manifest: Uint8Array, keyId: string) {
   const signature = await signer.signDigest(paeDigest(MANIFEST_PAYLOAD_TYPE, manifest));
   const envelope = envelopeOf(MANIFEST_PAYLOAD_TYPE, manifest, keyId, signature);
   return [
@@ -94,7 +94,7 @@ export async function buildRunBundle(deps: EvidenceDeps, run: Run) {
     keyId,
     files: files.map((f) => ({ path: f.path, sha256: f.sha256 })),
   };
-  const signed = await signManifest(deps.signer, manifestBytes(manifest), keyId, pem);
+  const signed = await signManifest(deps.signer, manifestBytes(manifest), keyId);
   const entries: TarEntry[] = [...signed, ...files.map((f) => ({ path: f.path, body: f.body }))];
   return gzipSync(writeTar(entries));
 }

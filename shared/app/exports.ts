@@ -95,7 +95,7 @@ export function makeCreateExport(deps: EvidenceDeps) {
         manifest.files.push({ path: file.path, sha256: file.sha256 });
         yield* tarEntry(file);
       }
-      for (const entry of await signManifest(deps.signer, manifestBytes(manifest), keyId, pem)) yield* tarEntry(entry);
+      for (const entry of await signManifest(deps.signer, manifestBytes(manifest), keyId)) yield* tarEntry(entry);
       yield TAR_END;
     }
 
