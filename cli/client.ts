@@ -29,6 +29,49 @@ export class ApiClient {
     private readonly fetchImpl: typeof fetch = fetch,
   ) {}
 
+  /** A GET of bytes (a bundle, an artifact); an error answer is an {@link ApiError} as for JSON. */
+  async download(path: string, accept: string): Promise<Uint8Array> {
+    const response = await this.send(`${this.config.url}${path}`, {
+      method: 'GET',
+      headers: { authorization: `Bearer ${this.config.token}`, accept },
+    });
+    if (!response.ok) throw this.failure('GET', path, response, await response.text());
+    return new Uint8Array(await response.arrayBuffer());
+  }
+
+  private async send(url: string, init: RequestInit): Promise<Response> {
+    try {
+      return await this.fetchImpl(url, init);
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new NetworkError(
+        `cannot reach ${this.config.url} (${cause?.code ?? cause?.message ?? (error as Error).message})`,
+        `is the API up? The local stack starts with \`npm start\`; the address came from ${this.config.source}`,
+      );
+    }
+  }
+
+  private failure(method: string, path: string, response: Response, text: string): ApiError {
+    let raw: unknown;
+    try {
+      raw = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      raw = text;
+    }
+    const parsed = errorBodySchema.safeParse(raw);
+    const code = parsed.success ? parsed.data.error.code : response.status === 401 ? 'UNAUTHORIZED' : 'HTTP_ERROR';
+    const message = parsed.success
+      ? parsed.data.error.message
+      : `${method} ${path} answered ${response.status}${typeof raw === 'string' && raw ? `: ${raw.slice(0, 200)}` : ''}`;
+    return new ApiError(
+      code,
+      message,
+      response.status,
+      hintFor(code, response.status, this.config),
+      parsed.success ? parsed.data.error.details : undefined,
+    );
+  }
+
   /** One request; a 2xx answer parsed with `schema`, anything else an {@link ApiError}. */
   async request<T extends z.ZodType>(
     method: string,
@@ -41,45 +84,23 @@ export class ApiClient {
     );
     const url = `${this.config.url}${path}${query.length > 0 ? `?${new URLSearchParams(query)}` : ''}`;
     const hasBody = options.body !== undefined;
-    let response: Response;
-    try {
-      response = await this.fetchImpl(url, {
-        method,
-        headers: {
-          authorization: `Bearer ${this.config.token}`,
-          accept: 'application/json',
-          ...(hasBody && { 'content-type': options.yaml ? 'application/yaml' : 'application/json' }),
-          ...options.headers,
-        },
-        ...(hasBody && { body: options.yaml ? String(options.body) : JSON.stringify(options.body) }),
-      });
-    } catch (error) {
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new NetworkError(
-        `cannot reach ${this.config.url} (${cause?.code ?? cause?.message ?? (error as Error).message})`,
-        `is the API up? The local stack starts with \`npm start\`; the address came from ${this.config.source}`,
-      );
-    }
+    const response = await this.send(url, {
+      method,
+      headers: {
+        authorization: `Bearer ${this.config.token}`,
+        accept: 'application/json',
+        ...(hasBody && { 'content-type': options.yaml ? 'application/yaml' : 'application/json' }),
+        ...options.headers,
+      },
+      ...(hasBody && { body: options.yaml ? String(options.body) : JSON.stringify(options.body) }),
+    });
     const text = await response.text();
+    if (!response.ok) throw this.failure(method, path, response, text);
     let raw: unknown;
     try {
       raw = text === '' ? undefined : JSON.parse(text);
     } catch {
       raw = text;
-    }
-    if (!response.ok) {
-      const parsed = errorBodySchema.safeParse(raw);
-      const code = parsed.success ? parsed.data.error.code : response.status === 401 ? 'UNAUTHORIZED' : 'HTTP_ERROR';
-      const message = parsed.success
-        ? parsed.data.error.message
-        : `${method} ${path} answered ${response.status}${typeof raw === 'string' && raw ? `: ${raw.slice(0, 200)}` : ''}`;
-      throw new ApiError(
-        code,
-        message,
-        response.status,
-        hintFor(code, response.status, this.config),
-        parsed.success ? parsed.data.error.details : undefined,
-      );
     }
     const parsed = schema.safeParse(raw);
     if (!parsed.success)

@@ -26,6 +26,11 @@ import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
 import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
 import { cachingVersions } from '../shared/app/runbook-cache.js';
 import { config, required } from '../shared/config.js';
+import { kmsClient, s3Client } from '../shared/adapters/aws-clients.js';
+import { makeKmsSigner } from '../shared/adapters/kms-signer.js';
+import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
+import { makeBundleIndex } from '../shared/adapters/dynamodb/bundle-index.js';
+import { DEFAULT_POLICY } from '../shared/domain/policy.js';
 import { parsePolicy } from '../shared/domain/policy.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
@@ -148,5 +153,21 @@ export const lifecycleDeps = () => {
     bus: makeEventBridgeLifecycleBus(eventBridgeClient(), config().CAPSTAN_EVENT_BUS),
     runs: runs(),
     log: (message: string, fields: Record<string, unknown>) => logger.warn(message, fields),
+  };
+};
+
+/** For the evidence, export and artifact routes: the stores read, the evidence bucket and the signing key. */
+export const evidenceDeps = () => {
+  const policy = parsePolicy(config().CAPSTAN_POLICY);
+  return {
+    runs: runs(),
+    approvals: approvals(),
+    runbooks: runbookDeps.runbooks,
+    objects: makeS3EvidenceObjects(s3Client(), required('CAPSTAN_EVIDENCE_BUCKET')),
+    index: makeBundleIndex(documentClient, config().CAPSTAN_STATE_TABLE),
+    signer: makeKmsSigner(kmsClient(), required('CAPSTAN_EVIDENCE_KEY_ID')),
+    // Plan denies every step under a policy that does not load; a replay of its decisions needs no document.
+    policy: policy instanceof Error ? DEFAULT_POLICY : policy,
+    clock: systemClock,
   };
 };

@@ -31,7 +31,20 @@ export interface HttpRequest {
 export interface HttpResult {
   readonly status: number;
   readonly body?: unknown;
+  /** A binary answer instead of JSON: sent base64-encoded, as API Gateway's proxy integration expects. */
+  readonly binary?: {
+    readonly contentType: string;
+    readonly bytes: Uint8Array;
+    readonly headers?: Record<string, string>;
+  };
 }
+
+const binaryResponse = (status: number, binary: NonNullable<HttpResult['binary']>): APIGatewayProxyResult => ({
+  statusCode: status,
+  headers: { 'content-type': binary.contentType, ...binary.headers },
+  body: Buffer.from(binary.bytes).toString('base64'),
+  isBase64Encoded: true,
+});
 
 /** The authorizer context: API Gateway hands strings through, so roles arrive comma-separated. */
 const authorizerContextSchema = z.object({
@@ -151,7 +164,7 @@ export function httpHandler(route: (request: HttpRequest) => Promise<HttpResult>
           path: clean(event.pathParameters),
           query: clean(event.queryStringParameters),
         });
-        return json(result.status, result.body);
+        return result.binary ? binaryResponse(result.status, result.binary) : json(result.status, result.body);
       } catch (error) {
         return errorResponse(error, event.requestContext?.requestId);
       }

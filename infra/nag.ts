@@ -126,6 +126,9 @@ export function acknowledgeFindings(
         ),
       ],
     );
+    acknowledge(worker, 'Workers put the artifacts their steps produce, and only under the artifacts prefix.', [
+      wildcardResource(worker, `arn:${stateless.partition}:s3:::${names.evidenceBucket}/artifacts/*`),
+    ]);
     acknowledge(
       worker,
       'The worker environment holds resource names and the profile name only; secrets come from Secrets Manager at step start.',

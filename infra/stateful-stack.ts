@@ -1,7 +1,7 @@
 import { Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
+import { Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { SANDBOX_PROFILES, type SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
@@ -18,6 +18,8 @@ export interface StatefulStackProps extends StackProps {
 /** What holds data: the KMS key, the tables, the per-profile queues and the evidence bucket. */
 export class StatefulStack extends Stack {
   public readonly key: Key;
+  /** Signs evidence manifests; the private half never leaves KMS. */
+  public readonly evidenceKey: Key;
   public readonly tables: Readonly<Record<TableKey, Table>>;
   public readonly queues: ReadonlyMap<SandboxProfileName, ProfileQueue>;
   public readonly evidenceBucket: Bucket;
@@ -34,6 +36,14 @@ export class StatefulStack extends Stack {
     // Encrypted log groups and the alarm topic need their services to use the key.
     this.key.grantEncryptDecrypt(new ServicePrincipal(`logs.${this.region}.amazonaws.com`));
     this.key.grantEncryptDecrypt(new ServicePrincipal('cloudwatch.amazonaws.com'));
+    // Asymmetric keys cannot rotate: a new key would not verify the bundles already signed.
+    this.evidenceKey = new Key(this, 'EvidenceKey', {
+      description: 'Signs Capstan evidence manifests (DSSE, ECDSA P-256 SHA-256)',
+      keySpec: KeySpec.ECC_NIST_P256,
+      keyUsage: KeyUsage.SIGN_VERIFY,
+      alias: `${config.prefix}-evidence`,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
 
     const table = (key: TableKey) =>
       new CapstanTable(this, TABLES[key].id, {

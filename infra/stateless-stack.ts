@@ -69,6 +69,7 @@ export class StatelessStack extends Stack {
       interpreter,
       queues: stateful.queues,
       key: stateful.key,
+      evidenceKey: stateful.evidenceKey,
       eventBus: new EventBus(this, 'Bus', { eventBusName: `${config.prefix}-events` }),
       environment: {
         CAPSTAN_PREFIX: config.prefix,
@@ -95,6 +96,7 @@ export class StatelessStack extends Stack {
       routesDocument,
       secretPrefix: config.secretPrefix,
       notifyWebhookUrl: config.notifyWebhookUrl,
+      policy: policyText(config),
       jwt: { issuer: config.jwtIssuer, jwksUrl: config.jwksUrl, audience: config.jwtAudience },
     });
     const liveStream = new LiveStream(this, 'LiveStream', {

@@ -165,12 +165,14 @@ export function startGateway(options: GatewayOptions): Promise<Gateway> {
       } as unknown as APIGatewayProxyEvent;
       const handler = await handlerFor(route.spec.handler);
       const result = await handler(event, context(route.spec.handler));
-      sendJson(
-        res,
-        result.statusCode,
-        result.body,
-        Object.fromEntries(Object.entries(result.headers ?? {}).map(([k, v]) => [k, String(v)])),
-      );
+      const resultHeaders = Object.fromEntries(Object.entries(result.headers ?? {}).map(([k, v]) => [k, String(v)]));
+      // As API Gateway does for a binary media type: a base64 body goes out as its bytes.
+      if (result.isBase64Encoded) {
+        res.writeHead(result.statusCode, resultHeaders);
+        res.end(Buffer.from(result.body, 'base64'));
+        return;
+      }
+      sendJson(res, result.statusCode, result.body, resultHeaders);
     })().catch((error: unknown) => {
       console.error('gateway error', requestId, error);
       if (!res.headersSent) {

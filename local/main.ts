@@ -15,8 +15,8 @@ function positiveNumber(name: string, fallback: number): number {
 async function main(): Promise<void> {
   const started = performance.now();
   const port = positiveNumber('CAPSTAN_PORT', 4000);
-  if (!Number.isInteger(port) || port > 65530)
-    throw new Error(`CAPSTAN_PORT must be a TCP port below 65531, got ${port}`);
+  if (!Number.isInteger(port) || port > 65526)
+    throw new Error(`CAPSTAN_PORT must be a TCP port below 65527 (it uses the next nine), got ${port}`);
   // CAPSTAN_HOME moves the local state (tests use a temporary one).
   const stateDir = process.env.CAPSTAN_HOME ?? join(ROOT, '.capstan');
   const log = (line: string) => console.log(line);

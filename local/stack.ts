@@ -22,6 +22,7 @@ import { type LocalQueues, startLocalQueues } from './queues.js';
 import { type MeteredEndpoint, startMeteredEndpoint } from './request-meter.js';
 import { type DemoService, startDemoService } from './demo-service.js';
 import { startLocalSecrets } from './secrets.js';
+import { startLocalKms } from './kms.js';
 import { LocalStepFunctions } from './stepfunctions.js';
 import { StreamMapping } from './streams.js';
 import { WorkerPool } from './workers.js';
@@ -32,7 +33,7 @@ export const ACCOUNT = '000000000000';
 export const PREFIX = 'capstan';
 
 export interface LocalStackOptions {
-  /** The gateway's port; the other services take the next five. */
+  /** The gateway's port; the other services take the next nine. */
   readonly port: number;
   /** `.capstan` by default; data lives in `<stateDir>/data`. */
   readonly stateDir: string;
@@ -71,6 +72,7 @@ export const LOCAL_NAMES = {
   evidenceBucket: `${PREFIX}-evidence-${ACCOUNT}-${REGION}`,
   stateMachineArn: `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${PREFIX}-run-interpreter`,
   eventBus: `${PREFIX}-events`,
+  evidenceKeyAlias: `alias/${PREFIX}-evidence`,
 } as const satisfies { tables: Record<TableKey, string> } & Record<string, unknown>;
 
 /**
@@ -142,6 +144,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       SFN: `http://127.0.0.1:${port + 3}`,
       SECRETS_MANAGER: `http://127.0.0.1:${port + 4}`,
       EVENTBRIDGE: `http://127.0.0.1:${port + 5}`,
+      KMS: `http://127.0.0.1:${port + 9}`,
     };
     // The environment a Lambda function or a worker task gets in AWS, with local endpoints.
     const env: Record<string, string> = {
@@ -155,6 +158,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       CAPSTAN_EVENTS_TABLE: LOCAL_NAMES.tables.events,
       CAPSTAN_CONNECTIONS_TABLE: LOCAL_NAMES.tables.connections,
       CAPSTAN_EVIDENCE_BUCKET: LOCAL_NAMES.evidenceBucket,
+      CAPSTAN_EVIDENCE_KEY_ID: LOCAL_NAMES.evidenceKeyAlias,
       CAPSTAN_STATE_MACHINE_ARN: LOCAL_NAMES.stateMachineArn,
       CAPSTAN_EVENT_BUS: LOCAL_NAMES.eventBus,
       CAPSTAN_WS_ENDPOINT: `${restUrl}${WEBSOCKET_PATH}`,
@@ -223,6 +227,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         onEvent: (event) => {
           if (isTicketEvent(event)) ticketIngest.send(lambdaEnvelope(event, REGION, ACCOUNT));
         },
+      }),
+      // The evidence key lives beside the issuer key, outside data/: a fresh start keeps it, so old bundles still verify.
+      await startLocalKms({
+        port: port + 9,
+        keyFile: join(options.stateDir, 'evidence-key.pem'),
+        region: REGION,
+        account: ACCOUNT,
+        alias: LOCAL_NAMES.evidenceKeyAlias,
       }),
     ];
     cleanups.push(async () => {

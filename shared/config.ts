@@ -12,6 +12,10 @@ export const configSchema = z.object({
   CAPSTAN_EVENTS_TABLE: z.string().min(1),
   CAPSTAN_CONNECTIONS_TABLE: z.string().min(1),
   CAPSTAN_EVIDENCE_BUCKET: z.string().min(1).optional(),
+  /** The asymmetric KMS key (ECC_NIST_P256, SIGN_VERIFY) that signs evidence manifests: id, ARN or alias. */
+  CAPSTAN_EVIDENCE_KEY_ID: z.string().min(1).optional(),
+  /** The largest artifact a step may store, in bytes. */
+  CAPSTAN_ARTIFACT_MAX_BYTES: z.coerce.number().int().min(1).max(104_857_600).default(1_048_576),
   CAPSTAN_STATE_MACHINE_ARN: z.string().min(1).optional(),
   CAPSTAN_EVENT_BUS: z.string().min(1).optional(),
   CAPSTAN_WS_ENDPOINT: z.string().min(1).optional(),
@@ -76,6 +80,7 @@ export const AWS_SERVICES = {
   lambda: 'LAMBDA',
   ecs: 'ECS',
   ssm: 'SSM',
+  kms: 'KMS',
 } as const;
 export type AwsService = keyof typeof AWS_SERVICES;
 

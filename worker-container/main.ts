@@ -9,6 +9,7 @@ import { makeStepResults } from '../shared/app/step-results.js';
 import {
   ecsClient,
   lambdaClient,
+  s3Client,
   secretsClient,
   sfnClient,
   sqsClient,
@@ -18,6 +19,7 @@ import { documentClient } from '../shared/adapters/dynamodb/client.js';
 import { makeCounters } from '../shared/adapters/dynamodb/counters.js';
 import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
 import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
+import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeSecretsManagerSource } from '../shared/adapters/secrets.js';
 import { makeSfnCallbacks } from '../shared/adapters/sfn.js';
 import { makeQueueUrls } from '../shared/adapters/sqs/command-queue.js';
@@ -31,6 +33,7 @@ import { makeHttpBackend } from './backends/http.js';
 import { makeNotifyBackend } from './backends/notify.js';
 import { makeScriptBackend } from './backends/script.js';
 import { makeTestBackend } from './backends/test.js';
+import { makeArtifactStore } from './artifacts.js';
 import { Worker } from './worker.js';
 
 const workerEnvSchema = z.object({
@@ -113,6 +116,14 @@ async function main(): Promise<void> {
     recover: makeRecoverLost({ runs, callbacks }),
     backends,
     secrets: makeSecretsManagerSource(secretsClient()),
+    ...(config().CAPSTAN_EVIDENCE_BUCKET && {
+      artifacts: makeArtifactStore({
+        objects: makeS3EvidenceObjects(s3Client(), config().CAPSTAN_EVIDENCE_BUCKET ?? ''),
+        maxBytes: config().CAPSTAN_ARTIFACT_MAX_BYTES,
+        runs,
+        clock: systemClock,
+      }),
+    }),
     redactPatterns: [...DEFAULT_REDACTION_PATTERNS, ...parsePatterns(env.CAPSTAN_REDACT_PATTERNS)],
     onViolation: (cmd) => {
       metrics.addDimensions({ sandboxProfile: profile.name, enforcedBy: 'worker' });

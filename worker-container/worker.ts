@@ -15,6 +15,7 @@ import { type StepCommand, stepCommandSchema } from '../shared/domain/messages.j
 import { profileAllows, SANDBOX_PROFILES, type SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
 import type { SecretSource } from '../shared/adapters/secrets.js';
 import { makeRedactor, type Redact, redactJson } from '../shared/domain/redaction.js';
+import type { ArtifactStore } from './artifacts.js';
 import { ActionError, type ActionHandler, type ActionResult, type Backend } from './backends/types.js';
 
 /** What a worker tells the registry about itself when it starts. */
@@ -51,6 +52,8 @@ export interface WorkerOptions {
   readonly outputFlushMs?: number;
   /** Output kept per step execution before it is cut with a marker. */
   readonly outputCapBytes?: number;
+  /** Where steps store the files they produce. */
+  readonly artifacts?: ArtifactStore;
 }
 
 interface Chunk {
@@ -382,7 +385,14 @@ export class Worker {
       signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }),
     );
     return Promise.race([
-      prepared.handler({ params: prepared.params, attempt: cmd.attempt, signal, secrets, output: push }),
+      prepared.handler({
+        params: prepared.params,
+        attempt: cmd.attempt,
+        signal,
+        secrets,
+        output: push,
+        ...(this.options.artifacts && { artifact: this.options.artifacts.sinkFor(cmd, this.options.workerId) }),
+      }),
       aborted,
     ]);
   }

@@ -39,6 +39,8 @@ export interface RestApiProps {
   readonly routesDocument?: string;
   /** Where webhook signing keys live: `<secretPrefix>/webhooks/<source>`. @default 'capstan' */
   readonly secretPrefix?: string;
+  /** The deployment's policy document, which evidence bundles carry for sealed replay. @default '' */
+  readonly policy?: string;
   /** Name of the API; also the prefix of its resources. */
   readonly apiName: string;
   /** One function per route, named for its handler module under `functions/api/`. */
@@ -96,6 +98,8 @@ export class RestApi extends Construct {
         throttlingBurstLimit: props.throttlingBurstLimit ?? 200,
         throttlingRateLimit: props.throttlingRateLimit ?? 100,
       },
+      // Bundles, exports and artifacts are answered as base64 by their functions and sent as bytes.
+      binaryMediaTypes: ['application/gzip', 'application/octet-stream'],
     });
     new ErrorGatewayResponses(this, 'ErrorResponses', { restApi: this.api });
     const requestValidator = this.api.addRequestValidator('Validator', { validateRequestParameters: true });
@@ -127,7 +131,7 @@ export class RestApi extends Construct {
     handler: NodejsFunction,
     access: RouteAccess,
     resources: RunResources,
-    props: RestApiProps,
+    props: Pick<RestApiProps, 'notifyWebhookUrl' | 'policy' | 'routesDocument' | 'secretPrefix'>,
   ): void {
     switch (access) {
       case 'start-runs':
@@ -153,6 +157,18 @@ export class RestApi extends Construct {
         return;
       case 'ingest-tickets':
         grantIngestTickets(handler, props.routesDocument ?? '', props.secretPrefix ?? 'capstan');
+        return;
+      case 'build-evidence':
+        // Sign and read the public key only: the key's other uses stay with its administrators.
+        resources.evidenceKey.grant(handler, 'kms:Sign', 'kms:GetPublicKey');
+        resources.evidenceBucket.grantReadWrite(handler);
+        // A GET route reads the run state; recording the bundle's digest on the run is its one write.
+        resources.state.grant(handler, 'dynamodb:PutItem');
+        handler.addEnvironment('CAPSTAN_EVIDENCE_KEY_ID', resources.evidenceKey.keyArn);
+        handler.addEnvironment('CAPSTAN_POLICY', props.policy ?? '');
+        return;
+      case 'read-evidence':
+        resources.evidenceBucket.grantRead(handler);
         return;
       default: {
         const unknown: never = access;

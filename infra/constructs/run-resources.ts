@@ -18,6 +18,8 @@ export interface RunResources {
   readonly queues: ReadonlyMap<SandboxProfileName, ProfileQueue>;
   /** Encrypts log groups and queues. */
   readonly key: IKey;
+  /** The asymmetric key (ECC_NIST_P256, SIGN_VERIFY) that signs evidence manifests. */
+  readonly evidenceKey: IKey;
   /** Capstan's event bus; every function but the authorizer is told its name. */
   readonly eventBus: IEventBus;
   /** Resource names every component reads through its config module (never secrets). */

@@ -82,6 +82,8 @@ export class Workers extends Construct {
       resources.state.grantReadWriteData(taskRole);
       resources.events.grantReadWriteData(taskRole);
       resources.interpreter.grantTaskResponse(taskRole);
+      // Steps store their artifacts under the run; they never read or list the bucket.
+      resources.evidenceBucket.grantPut(taskRole, 'artifacts/*');
       services.set(profileName, worker);
     }
     this.services = services;

@@ -2,6 +2,7 @@ import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagem
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ECSClient } from '@aws-sdk/client-ecs';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { KMSClient } from '@aws-sdk/client-kms';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -28,6 +29,7 @@ export const dynamoDbClientAt = (endpoint: string): DynamoDBClient => new Dynamo
 export const sqsClient = once(() => new SQSClient({ ...clientConfig('sqs'), useQueueUrlAsEndpoint: false }));
 export const sfnClient = once(() => new SFNClient(clientConfig('sfn')));
 export const s3Client = once(() => new S3Client(clientConfig('s3')));
+export const kmsClient = once(() => new KMSClient(clientConfig('kms')));
 export const secretsClient = once(() => new SecretsManagerClient(clientConfig('secretsManager')));
 export const eventBridgeClient = once(() => new EventBridgeClient(clientConfig('eventBridge')));
 // The worker's `aws` backend acts through these.

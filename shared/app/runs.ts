@@ -85,6 +85,8 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
     idempotencyKey?: string;
     /** What started the run when it is not an API call (a ticket event). */
     trigger?: Trigger;
+    /** The run this one replays (`POST /v1/runs/{id}/replay`). */
+    replayOf?: string;
   }): Promise<{ runId: string; status: RunStatus; created: boolean }> {
     const { principal, body } = input;
     requireRole(principal, ['operator', 'admin'], 'starting a run');
@@ -125,6 +127,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
       createdAt: now,
       updatedAt: now,
       cancelRequested: false,
+      ...(input.replayOf !== undefined && { replayOf: input.replayOf }),
     };
     const requestHash = sha256Hex(canonicalJson(body as unknown as Json));
     const stored = await deps.runs.create(
@@ -143,6 +146,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
             priority: run.priority,
             ...(run.ticket && { ticket: run.ticket }),
             ...(run.trigger && { trigger: run.trigger }),
+            ...(run.replayOf !== undefined && { replayOf: run.replayOf }),
           },
           meta: {},
         },

@@ -102,6 +102,13 @@ export const CATALOGUE: Readonly<Record<string, BackendSpec>> = {
         reversible: false,
         destructive: false,
       }),
+      artifact: action({
+        description: 'Stores the content as a named artifact of the run',
+        params: z.strictObject({ name: z.string().min(1).max(100), content: z.string().max(1_048_576) }),
+        safeToRetry: true,
+        reversible: false,
+        destructive: false,
+      }),
       counter: action({
         description: 'Adds one to a named counter, a side effect that shows when it runs twice',
         params: z.strictObject({ key: z.string().min(1).max(200) }),

@@ -28,6 +28,7 @@ export const EVENT_TYPES = [
   'sandbox.violation',
   'rollback.started',
   'rollback.completed',
+  'artifact.stored',
 ] as const;
 export const eventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof eventTypeSchema>;

@@ -3,6 +3,9 @@ import { createRunBodySchema, eventsQuerySchema, idempotencyKeySchema, listRunsQ
 import { resumeBodySchema } from '../app/approvals.js';
 import { unroutedQuerySchema, webhookPathSchema } from '../app/intake.js';
 import { ticketEventSchema } from '../domain/intake/ticket.js';
+import { artifactPathSchema } from '../app/artifacts.js';
+import { createExportBodySchema, exportPathSchema } from '../app/exports.js';
+import { replayBodySchema } from '../app/replay.js';
 import { listWorkersQuerySchema, workerPathSchema } from '../app/workers.js';
 import { decisionBodySchema } from '../domain/approvals.js';
 import {
@@ -184,7 +187,13 @@ export interface RouteSchemas {
   /** The body; `yaml` when the route also takes the same document as YAML. */
   readonly body?: { readonly schema: z.ZodType; readonly yaml?: boolean };
   /** The success response: its status and body. */
-  readonly response: { readonly status: number; readonly schema: z.ZodType; readonly alsoStatus?: number };
+  readonly response: {
+    readonly status: number;
+    readonly schema: z.ZodType;
+    readonly alsoStatus?: number;
+    /** `application/json` unless the route answers bytes (a bundle, an artifact). */
+    readonly contentType?: string;
+  };
 }
 
 /** A webhook's answer: the run (an existing one for a redelivery), or `matched: false`. */
@@ -213,6 +222,8 @@ export const REQUEST_BODIES = {
   resume: { schema: resumeBodySchema },
   /** The generic ticket body; ServiceNow and Jira sources send their own (docs/intake.md). */
   ticket: { schema: ticketEventSchema.partial({ source: true }) },
+  replay: { schema: replayBodySchema },
+  createExport: { schema: createExportBodySchema },
 } as const;
 
 export {
@@ -223,3 +234,26 @@ export {
   webhookPathSchema,
   workerPathSchema,
 };
+
+// ---- evidence, artifacts, exports and replay ----
+
+/** A binary answer, as OpenAPI 3.1 describes one. */
+export const binarySchema = z.string().meta({ contentMediaType: 'application/octet-stream', format: 'binary' });
+export const artifactSchema = z.looseObject({
+  name: z.string(),
+  stepId: z.string(),
+  targetId: z.string().optional(),
+  size: z.number().int(),
+  sha256: z.string(),
+});
+export const artifactListSchema = z.looseObject({ artifacts: z.array(artifactSchema) });
+export const replayAcceptedSchema = z.looseObject({ runId: z.string(), replayOf: z.string(), status: runStatusSchema });
+export const exportCreatedSchema = z.looseObject({
+  exportId: z.string(),
+  runs: z.number().int(),
+  size: z.number().int(),
+  sha256: z.string(),
+  since: z.string(),
+  until: z.string(),
+});
+export { artifactPathSchema, exportPathSchema };

@@ -113,7 +113,7 @@ export function openApiDocument(routes: readonly DocumentedRoute[], info: { vers
     for (const status of [schemas.response.status, schemas.response.alsoStatus].flatMap((s) => s ?? [])) {
       responses[String(status)] = {
         description: status === schemas.response.status ? schemas.summary : 'The same as above, already stored',
-        content: { 'application/json': { schema: success } },
+        content: { [schemas.response.contentType ?? 'application/json']: { schema: success } },
       };
     }
     const errors = route.authorized ? Object.keys(ERROR_STATUSES) : ['429', '500'];

@@ -29,8 +29,11 @@ export interface RouteSpec {
  * waiting execution. `check-health`: describe the tables, state machine, queues and bucket.
  * `reconcile`: what the scheduled reconciler may do (read and restart executions, resume tasks,
  * send commands). `ingest-tickets`: read the webhook signing keys and the routing document.
+ * `build-evidence`: write bundles to the evidence bucket and sign manifests with the evidence key.
+ * `read-evidence`: read objects (artifacts, exports) from the evidence bucket.
  */
-export type RouteAccess = 'start-runs' | 'resume-runs' | 'check-health' | 'reconcile' | 'ingest-tickets';
+export type RouteAccess =
+  'start-runs' | 'resume-runs' | 'check-health' | 'reconcile' | 'ingest-tickets' | 'build-evidence' | 'read-evidence';
 
 const ANY_ROLE: readonly Role[] = ['viewer', 'operator', 'approver', 'admin'];
 const OPERATE: readonly Role[] = ['operator', 'admin'];
@@ -256,6 +259,84 @@ export const ROUTES: readonly RouteSpec[] = [
     schemas: {
       summary: 'Run one reconciler sweep now and answer its summary',
       response: { status: 200, schema: api.reconcileSummarySchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/runs/{id}/evidence',
+    handler: 'get-evidence',
+    authorized: true,
+    roles: ANY_ROLE,
+    access: ['build-evidence'],
+    schemas: {
+      summary: "A finished run's signed evidence bundle (a gzipped tar; 409 while the run is not finished)",
+      params: api.runPathSchema,
+      response: { status: 200, schema: api.binarySchema, contentType: 'application/gzip' },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/runs/{id}/artifacts',
+    handler: 'list-artifacts',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: "The files a run's steps stored, with their size and sha256",
+      params: api.runPathSchema,
+      response: { status: 200, schema: api.artifactListSchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/runs/{id}/artifacts/{name}',
+    handler: 'get-artifact',
+    authorized: true,
+    roles: ANY_ROLE,
+    access: ['read-evidence'],
+    schemas: {
+      summary: 'One artifact of a run',
+      params: api.artifactPathSchema,
+      response: { status: 200, schema: api.binarySchema, contentType: 'application/octet-stream' },
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/runs/{id}/replay',
+    handler: 'replay-run',
+    authorized: true,
+    roles: OPERATE,
+    access: ['start-runs'],
+    schemas: {
+      summary: 'Start a new run of the same runbook version and inputs, recorded as a replay of this one',
+      params: api.runPathSchema,
+      body: api.REQUEST_BODIES.replay,
+      response: { status: 202, schema: api.replayAcceptedSchema },
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/exports',
+    handler: 'create-export',
+    authorized: true,
+    roles: OPERATE,
+    access: ['build-evidence'],
+    schemas: {
+      summary: 'Export every run of the tenant in a window as one signed bundle',
+      body: api.REQUEST_BODIES.createExport,
+      response: { status: 201, schema: api.exportCreatedSchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/exports/{id}',
+    handler: 'get-export',
+    authorized: true,
+    roles: OPERATE,
+    access: ['read-evidence'],
+    schemas: {
+      summary: 'Download an export of the tenant (a gzipped tar)',
+      params: api.exportPathSchema,
+      response: { status: 200, schema: api.binarySchema, contentType: 'application/gzip' },
     },
   },
 ];

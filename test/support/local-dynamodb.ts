@@ -25,7 +25,7 @@ async function isFree(port: number): Promise<boolean> {
 }
 
 /** A port whose next `count - 1` ports are free too: the local stack uses port..port+5. */
-export async function freePortBlock(count = 9): Promise<number> {
+export async function freePortBlock(count = 10): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const base = 20_000 + Math.floor(Math.random() * 40_000);
     const checks = await Promise.all(Array.from({ length: count }, (_, i) => isFree(base + i)));

@@ -2,8 +2,8 @@ import type { Counters } from '../../shared/adapters/dynamodb/counters.js';
 import { ActionError, type Backend, sleep } from './types.js';
 
 /**
- * The built-in `test` backend (brief: "Built-in backend test"): echo, sleep, fail, flaky and
- * counter. Params arrive already checked against the catalogue.
+ * The built-in `test` backend (brief: "Built-in backend test"): echo, sleep, fail, flaky,
+ * counter, and artifact (stores its content as a named artifact of the run). Params arrive already checked against the catalogue.
  */
 export function makeTestBackend(
   counters: Counters,
@@ -35,6 +35,12 @@ export function makeTestBackend(
         }
         output('stdout', `attempt ${attempt} succeeds`);
         return { output: { attempt } };
+      },
+      async artifact({ params, output, artifact }) {
+        if (!artifact) throw new ActionError('ARTIFACTS_UNAVAILABLE', 'this worker has no evidence bucket', false);
+        const stored = await artifact(String(params.name), Buffer.from(String(params.content), 'utf8'));
+        output('stdout', `stored ${stored.name} (${stored.size} bytes, sha256 ${stored.sha256})`);
+        return { output: { artifact: stored } };
       },
       async counter({ params, output }) {
         const value = await counters.increment(String(params.key));

@@ -7,6 +7,8 @@ export interface ActionContext<P = Record<string, unknown>> {
   readonly signal: AbortSignal;
   readonly secrets: Readonly<Record<string, string>>;
   output(stream: 'stdout' | 'stderr', text: string): void;
+  /** Stores a file the step produced under its run (absent where the worker has no evidence bucket). */
+  artifact?(name: string, body: Uint8Array): Promise<{ name: string; size: number; sha256: string }>;
 }
 
 export interface ActionResult {

@@ -83,7 +83,8 @@ describe('the OpenAPI document', () => {
         expect(operation.requestBody).toBeUndefined();
       }
       const success = operation.responses[String(route.schemas.response.status)];
-      const ref = success?.content?.['application/json']?.schema.$ref ?? '';
+      // A bundle or an artifact is answered as bytes, under its own media type.
+      const ref = success?.content?.[route.schemas.response.contentType ?? 'application/json']?.schema.$ref ?? '';
       expect(schemas[ref.split('/').at(-1) ?? ''], `${route.handler} response`).toBeDefined();
       expect(operation.responses['500']?.content?.['application/json']?.schema.$ref).toBe('#/components/schemas/Error');
       if (route.authorized) expect(operation.responses['400']).toBeDefined();
