@@ -31,7 +31,7 @@ export interface WorkerOptions {
   /** The profile's step commands. */
   readonly commands: CommandSource;
   readonly runs: Pick<RunStore, 'acquireLease' | 'renewLease' | 'receipt'>;
-  readonly results: StepResults;
+  readonly results: Pick<StepResults, 'started' | 'output' | 'finished'>;
   /** Ends a step execution whose holder was lost mid-action (the reconciler's rule). */
   readonly recover: RecoverLost;
   readonly backends: readonly Backend[];
