@@ -13,7 +13,7 @@ export interface LeaseHolders {
   execution(runId: string, executionId: string): Promise<StepExecution | undefined>;
   /** Moves the lease's end to `until`; false when `owner` no longer holds it. */
   renewLease(runId: string, executionId: string, owner: string, until: Date): Promise<boolean>;
-  load(runId: string): Promise<{ readonly run: Run } | undefined>;
+  load(runId: string): Promise<{ readonly run: Pick<Run, 'tenantId' | 'runbookId' | 'runbookVersion'> } | undefined>;
 }
 
 export interface WorkerDeathDeps {
