@@ -79,11 +79,4 @@ export default tseslint.config(
   },
 
   // Existing exceptions, each to be removed by the change that fixes it.
-  // The worker receives SQS messages and its `aws` backend calls ECS, SSM, Lambda and Secrets Manager directly.
-  {
-    files: ['worker-container/worker.ts', 'worker-container/backends/aws.ts'],
-    rules: { 'no-restricted-imports': 'off' },
-  },
-  // The worker parses its own environment schema, and the reconciler reads its sweep count (one config schema is pending).
-  { files: ['worker-container/main.ts', 'functions/reconciler.ts'], rules: { 'no-restricted-properties': 'off' } },
 );

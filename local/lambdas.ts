@@ -12,6 +12,7 @@ const MODULES: Readonly<Record<string, string>> = {
   'ws-default': '../functions/ws/default.ts',
   broadcaster: '../functions/broadcaster.ts',
   reconciler: '../functions/reconciler.ts',
+  'worker-stopped': '../functions/worker-stopped.ts',
   'ticket-ingest': '../functions/ticket-ingest.ts',
   'lifecycle-publisher': '../functions/lifecycle-publisher.ts',
 };

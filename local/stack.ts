@@ -1,4 +1,5 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent, DynamoDBStreamEvent } from 'aws-lambda';
 import { ensureTables } from '../shared/adapters/dynamodb/tables.js';
@@ -313,6 +314,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       counts: options.workers,
       env: { ...(process.env as Record<string, string>), ...env },
       log,
+      // Locally the supervisor is the platform that sees a worker die: it reports the exit the way
+      // EventBridge reports a stopped ECS task, to the same handler.
+      onDeath: ({ pid, how }) =>
+        void invoke('worker-stopped', {
+          version: '0',
+          id: crypto.randomUUID(),
+          'detail-type': 'Worker Process Exited',
+          source: 'capstan.local',
+          account: ACCOUNT,
+          time: new Date().toISOString(),
+          region: REGION,
+          resources: [],
+          detail: { hostname: hostname(), pid, how },
+        })
+          .then((result) => log(`worker ${pid} ${how}: ${JSON.stringify(result)}`))
+          .catch((error: unknown) => log(`worker-stopped failed: ${(error as Error).message}`)),
     });
     const pool = workers;
     pool.start();

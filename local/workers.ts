@@ -11,6 +11,11 @@ export interface WorkerPoolOptions {
   /** How long a stopping worker may take to drain before it is killed (the task definition's stop timeout). */
   readonly stopTimeoutMs?: number;
   readonly log: (line: string) => void;
+  /**
+   * A worker exited without draining (killed, crashed): what ECS reports as a stopped task, so
+   * its step is recovered at once instead of when its lease lapses.
+   */
+  readonly onDeath?: (dead: { readonly pid: number; readonly how: string }) => void;
 }
 
 interface Slot {
@@ -96,6 +101,9 @@ export class WorkerPool {
       );
     child.once('exit', (code, signal) => {
       if (this.stopping) return;
+      // Exit 0 is a drain (asked by an operator): the worker deregistered and holds nothing.
+      if ((signal !== null || code !== 0) && child.pid !== undefined)
+        this.options.onDeath?.({ pid: child.pid, how: `exited with ${signal ?? `code ${code}`}` });
       if (Date.now() - slot.startedAt > 60_000) slot.restarts = 0;
       const delay = Math.min(1000 * 2 ** slot.restarts, 30_000);
       slot.restarts++;

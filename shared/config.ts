@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sandboxProfileNameSchema } from './domain/sandbox-profiles.js';
 
 /**
  * Settings every component reads from its environment, parsed once at cold start.
@@ -44,12 +45,7 @@ export type CapstanConfig = z.infer<typeof configSchema>;
 
 /** Parses the environment; a missing or bad variable fails with its name. */
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): CapstanConfig {
-  const parsed = configSchema.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid configuration: ${problems}`);
-  }
-  return parsed.data;
+  return parseWith(configSchema, env);
 }
 
 let cached: CapstanConfig | undefined;
@@ -58,6 +54,49 @@ let cached: CapstanConfig | undefined;
 export function config(): CapstanConfig {
   cached ??= parseConfig(process.env);
   return cached;
+}
+
+/** The worker's own settings, besides the shared ones; parsed by `workerConfig`. */
+export const workerConfigSchema = z.object({
+  CAPSTAN_SANDBOX_PROFILE: sandboxProfileNameSchema,
+  CAPSTAN_WORKER_NAME: z.string().min(1).optional(),
+  CAPSTAN_WORKER_GROUPS: z.string().default(''),
+  CAPSTAN_VERSION: z.string().default('dev'),
+  /** The allow-listed script catalogue; the one shipped beside the worker when unset. */
+  CAPSTAN_SCRIPTS_DIR: z.string().min(1).optional(),
+  /** A JSON array of regular expressions redacted besides secret values. */
+  CAPSTAN_REDACT_PATTERNS: z.string().optional(),
+  /**
+   * Off unless set, for the chaos suite only: the worker kills itself (SIGKILL) right after the
+   * `test.counter` action added one to a key starting with this prefix, before the receipt exists.
+   */
+  CAPSTAN_TEST_CRASH_AFTER_COUNTER: z.string().min(1).optional(),
+  /** Set by ECS in every task: where the worker reads its task ARN, so the task's stop names it. */
+  ECS_CONTAINER_METADATA_URI_V4: z.url().optional(),
+});
+export type WorkerConfig = z.infer<typeof workerConfigSchema>;
+
+/** Parses `schema` over `env`; a missing or bad variable fails with its name. */
+function parseWith<T>(schema: z.ZodType<T>, env: Readonly<Record<string, string | undefined>>): T {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** Parses a worker's environment: the shared settings and the worker's own. */
+export function parseWorkerConfig(env: Readonly<Record<string, string | undefined>>): CapstanConfig & WorkerConfig {
+  return { ...parseConfig(env), ...parseWith(workerConfigSchema, env) };
+}
+
+let cachedWorker: (CapstanConfig & WorkerConfig) | undefined;
+
+/** The worker process's configuration, parsed on first use and then kept. */
+export function workerConfig(): CapstanConfig & WorkerConfig {
+  cachedWorker ??= parseWorkerConfig(process.env);
+  return cachedWorker;
 }
 
 /** A setting that is optional in the schema but required by the caller; names the variable when absent. */

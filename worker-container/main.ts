@@ -2,7 +2,6 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
-import { z } from 'zod';
 import { systemClock } from '../shared/app/ports.js';
 import { makeRecoverLost } from '../shared/app/recovery.js';
 import { makeStepResults } from '../shared/app/step-results.js';
@@ -23,9 +22,12 @@ import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeSecretsManagerSource } from '../shared/adapters/secrets.js';
 import { makeSfnCallbacks } from '../shared/adapters/sfn.js';
 import { makeQueueUrls } from '../shared/adapters/sqs/command-queue.js';
-import { config } from '../shared/config.js';
+import { makeSqsCommandSource } from '../shared/adapters/sqs/command-source.js';
+import { makeAwsActions } from '../shared/adapters/aws/actions.js';
+import { ecsTaskArn } from '../shared/adapters/ecs-task-metadata.js';
+import { workerConfig } from '../shared/config.js';
 import { DEFAULT_REDACTION_PATTERNS, parsePatterns } from '../shared/domain/redaction.js';
-import { SANDBOX_PROFILES, sandboxProfileNameSchema } from '../shared/domain/sandbox-profiles.js';
+import { SANDBOX_PROFILES } from '../shared/domain/sandbox-profiles.js';
 import { LEASE_HEARTBEATS } from '../shared/domain/workers.js';
 import { stepQueueName } from '../shared/resources/queues.js';
 import { makeAwsBackend } from './backends/aws.js';
@@ -36,25 +38,9 @@ import { makeTestBackend } from './backends/test.js';
 import { makeArtifactStore } from './artifacts.js';
 import { Worker } from './worker.js';
 
-const workerEnvSchema = z.object({
-  CAPSTAN_SANDBOX_PROFILE: sandboxProfileNameSchema,
-  CAPSTAN_WORKER_NAME: z.string().min(1).optional(),
-  CAPSTAN_WORKER_GROUPS: z.string().default(''),
-  CAPSTAN_VERSION: z.string().default('dev'),
-  /** The allow-listed script catalogue shipped in the image. */
-  CAPSTAN_SCRIPTS_DIR: z.string().default(join(import.meta.dirname, 'scripts')),
-  /** A JSON array of regular expressions redacted besides secret values. */
-  CAPSTAN_REDACT_PATTERNS: z.string().optional(),
-  /**
-   * Off unless set, for the chaos suite only: the worker kills itself (SIGKILL) right after the
-   * `test.counter` action added one to a key starting with this prefix, before the receipt exists.
-   */
-  CAPSTAN_TEST_CRASH_AFTER_COUNTER: z.string().min(1).optional(),
-});
-
 async function main(): Promise<void> {
-  const env = workerEnvSchema.parse(process.env);
-  const { CAPSTAN_PREFIX, CAPSTAN_STATE_TABLE, CAPSTAN_EVENTS_TABLE, CAPSTAN_WORKER_HEARTBEAT_SECONDS } = config();
+  const env = workerConfig();
+  const { CAPSTAN_PREFIX, CAPSTAN_STATE_TABLE, CAPSTAN_EVENTS_TABLE, CAPSTAN_WORKER_HEARTBEAT_SECONDS } = env;
   const profile = SANDBOX_PROFILES[env.CAPSTAN_SANDBOX_PROFILE];
   const workerId = `${env.CAPSTAN_WORKER_NAME ?? profile.name}-${hostname()}-${process.pid}`;
   const logger = new Logger({ serviceName: 'capstan-worker', persistentKeys: { workerId } });
@@ -64,19 +50,17 @@ async function main(): Promise<void> {
   const results = makeStepResults({ runs, callbacks, clock: systemClock });
   const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
   const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
+  const taskArn = await ecsTaskArn(env.ECS_CONTAINER_METADATA_URI_V4);
   const backends = [
     makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE), (key) => {
       const prefix = env.CAPSTAN_TEST_CRASH_AFTER_COUNTER;
       if (prefix !== undefined && key.startsWith(prefix)) process.kill(process.pid, 'SIGKILL');
     }),
     makeHttpBackend(),
-    makeScriptBackend({ directory: env.CAPSTAN_SCRIPTS_DIR }),
-    makeAwsBackend({
-      ecs: ecsClient(),
-      ssm: ssmClient(),
-      lambda: lambdaClient(),
-      secretsManager: secretsClient(),
-    }),
+    makeScriptBackend({ directory: env.CAPSTAN_SCRIPTS_DIR ?? join(import.meta.dirname, 'scripts') }),
+    makeAwsBackend(
+      makeAwsActions({ ecs: ecsClient(), ssm: ssmClient(), lambda: lambdaClient(), secretsManager: secretsClient() }),
+    ),
     makeNotifyBackend(),
   ];
 
@@ -99,6 +83,7 @@ async function main(): Promise<void> {
     registration: {
       hostname: hostname(),
       pid: process.pid,
+      ...(taskArn !== undefined && { taskArn }),
       environment: profile.environment,
       backends: Object.fromEntries(backends.map((b) => [b.name, Object.keys(b.actions)])),
       groups: env.CAPSTAN_WORKER_GROUPS.split(',')
@@ -109,17 +94,16 @@ async function main(): Promise<void> {
     workers: makeWorkerStore(documentClient, CAPSTAN_STATE_TABLE),
     heartbeatMs,
     leaseMs: LEASE_HEARTBEATS * heartbeatMs,
-    queueUrl,
-    sqs: sqsClient(),
+    commands: makeSqsCommandSource(sqsClient(), queueUrl),
     runs,
     results,
     recover: makeRecoverLost({ runs, callbacks }),
     backends,
     secrets: makeSecretsManagerSource(secretsClient()),
-    ...(config().CAPSTAN_EVIDENCE_BUCKET && {
+    ...(env.CAPSTAN_EVIDENCE_BUCKET && {
       artifacts: makeArtifactStore({
-        objects: makeS3EvidenceObjects(s3Client(), config().CAPSTAN_EVIDENCE_BUCKET ?? ''),
-        maxBytes: config().CAPSTAN_ARTIFACT_MAX_BYTES,
+        objects: makeS3EvidenceObjects(s3Client(), env.CAPSTAN_EVIDENCE_BUCKET ?? ''),
+        maxBytes: env.CAPSTAN_ARTIFACT_MAX_BYTES,
         runs,
         clock: systemClock,
       }),

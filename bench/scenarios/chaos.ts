@@ -183,6 +183,15 @@ async function exercise(
     if (!verifyChain(events).valid) brokenChains++;
     recoveryMs.push(...recoveries(events, kills, keyOf.get(runId)?.startsWith(CRASH_PREFIX) ?? false));
   }
+  for (const runId of runIds) {
+    if (final.has(runId)) continue;
+    // What an unfinished run was doing at the deadline: its status and its last events.
+    const { body } = await bench.api('GET', `/runs/${runId}`);
+    const tail = (await bench.events(runId))
+      .slice(-8)
+      .map((e) => `${e.type}${e.stepId ? `(${e.stepId})` : ''}${errorCode(e) ? ` ${errorCode(e)}` : ''}`);
+    progress(`unfinished ${runId}: ${String(body.status)} ${JSON.stringify(body.error ?? null)}; ${tail.join(' → ')}`);
+  }
   const figures: ChaosFigures = {
     runs: runIds.length,
     byStatus,

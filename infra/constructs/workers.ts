@@ -6,6 +6,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { SANDBOX_PROFILES, type SandboxProfileName } from '../../shared/domain/sandbox-profiles.js';
 import type { RunResources } from './run-resources.js';
+import { WorkerDeaths } from './worker-deaths.js';
 import { WorkerService } from './worker-service.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -21,12 +22,15 @@ export interface WorkersProps {
 
 /**
  * The workers: a private VPC reaching AWS through interface endpoints, one cluster, and one
- * hardened Fargate service per sandbox profile, each granted its own queue and the run state.
+ * hardened Fargate service per sandbox profile, each granted its own queue and the run state,
+ * and the reaction to a worker task that stops.
  */
 export class Workers extends Construct {
   public readonly vpc: Vpc;
   public readonly cluster: Cluster;
   public readonly services: ReadonlyMap<SandboxProfileName, WorkerService>;
+  /** The reaction to a stopped worker task (the lease is the backstop). */
+  public readonly deaths: WorkerDeaths;
 
   constructor(scope: Construct, id: string, props: WorkersProps) {
     super(scope, id);
@@ -87,5 +91,6 @@ export class Workers extends Construct {
       services.set(profileName, worker);
     }
     this.services = services;
+    this.deaths = new WorkerDeaths(this, 'Deaths', { resources, cluster: this.cluster });
   }
 }

@@ -122,13 +122,48 @@ export function makeReconcile(deps: ReconcilerDeps) {
       deps.log('interpreter restarted', { runId, previous: executionArn, status });
       return;
     }
-    for (const aggregate of await runs.aggregates(runId)) {
+    const aggregates = await runs.aggregates(runId);
+    for (const aggregate of aggregates) {
       if (aggregate.completed || aggregate.done < aggregate.total) continue;
       if (await resumeIfComplete(runId, aggregate.kind, aggregate.stepId, aggregate.attempt)) {
         summary.statesFixed++;
         deps.log('completed aggregate resumed', { runId, stepId: aggregate.stepId, attempt: aggregate.attempt });
       }
     }
+    await resumeLostResume(record, aggregates, now, summary);
+  }
+
+  /**
+   * A step completion that was claimed but whose resume never reached the interpreter: its finder
+   * (a worker, a recovery) died between the claim and the callback. The interpreter still waits on
+   * the step and nothing happened since the result that completed it, so that result is the run's
+   * last event, quiet for a minute. Resuming again is safe: a token already used is gone, and the
+   * adapter ignores it.
+   */
+  async function resumeLostResume(
+    record: { run: Run; head: { seq: number } },
+    aggregates: Awaited<ReturnType<RunStore['aggregates']>>,
+    now: Date,
+    summary: ReconcileSummary,
+  ): Promise<void> {
+    const runId = record.run.runId;
+    const [last] = record.head.seq > 0 ? await runs.events(runId, record.head.seq - 1, 1) : [];
+    if (!last || (last.type !== 'step.succeeded' && last.type !== 'step.failed')) return;
+    if (Date.parse(last.timestamp) > now.getTime() - QUIET_MS) return;
+    const { kind, attempt } = last.payload;
+    const aggregate = aggregates.find(
+      (a) => a.completed && a.kind === kind && a.stepId === last.stepId && a.attempt === attempt,
+    );
+    if (!aggregate) return;
+    await deps.callbacks.succeed(aggregate.taskToken, {
+      stepId: aggregate.stepId,
+      kind: aggregate.kind,
+      attempt: aggregate.attempt,
+      succeeded: aggregate.succeeded,
+      failed: aggregate.failed,
+    });
+    summary.statesFixed++;
+    deps.log('lost resume sent again', { runId, stepId: aggregate.stepId, attempt: aggregate.attempt });
   }
 
   const applyDue = makeApplyDue(deps);

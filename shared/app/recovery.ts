@@ -27,7 +27,8 @@ export interface LostAction {
  * lapsed, so the reconciler and a worker that finds the same execution never both end it. Then
  * resumes the interpreter if that completed the step.
  *
- * Input: the lost execution, the action it runs (undefined when unknown: not safe), `now`.
+ * Input: the lost execution, the action it runs (undefined when unknown: not safe), `now`, and
+ * how its worker died when the platform reported it.
  * Output: the verdict applied, or undefined when the execution was renewed or ended meanwhile.
  */
 export function makeRecoverLost(deps: RecoveryDeps) {
@@ -37,6 +38,7 @@ export function makeRecoverLost(deps: RecoveryDeps) {
     lost: StepExecution,
     body: LostAction | undefined,
     now: Date,
+    died?: string,
   ): Promise<LostVerdict | undefined> {
     const receipt = await runs.receipt(lost.idempotencyKey);
     const verdict = lostExecutionVerdict({
@@ -44,6 +46,7 @@ export function makeRecoverLost(deps: RecoveryDeps) {
       hasReceipt: receipt !== undefined,
       safeToRetry: body ? findAction(body.backend, body.action)?.safeToRetry : undefined,
       action: body ? `${body.backend}.${body.action}` : 'the action',
+      ...(died !== undefined && { died }),
     });
     const nowIso = now.toISOString();
     const where = { stepId: lost.stepId, targetId: lost.targetId, meta: { workerId: lost.leaseOwner } };

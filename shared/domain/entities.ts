@@ -110,6 +110,8 @@ export const workerSchema = z.strictObject({
   workerId: z.string(),
   hostname: z.string(),
   pid: z.number().int(),
+  /** The ECS task it runs in (from the task metadata endpoint), so the task's stop names the worker. */
+  taskArn: z.string().optional(),
   sandboxProfile: sandboxProfileNameSchema,
   environment: environmentSchema,
   backends: z.record(z.string(), z.array(z.string())),

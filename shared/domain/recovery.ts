@@ -44,6 +44,11 @@ export interface LostFacts {
   readonly safeToRetry: boolean | undefined;
   /** `backend.action`, for the operator's message. */
   readonly action: string;
+  /**
+   * How its worker died, when the platform reported the death (a stopped task, a process that
+   * exited): the lease was ended at once rather than left to lapse.
+   */
+  readonly died?: string;
 }
 
 /** The one rule for a step execution whose holder stopped renewing its lease. */
@@ -53,13 +58,21 @@ export function lostExecutionVerdict(facts: LostFacts): LostVerdict {
   if (facts.execution.status !== 'running' || facts.safeToRetry === true)
     return {
       kind: 'retry',
-      error: { code: 'LEASE_EXPIRED', message: `worker ${owner} stopped renewing its lease`, retryable: true },
+      error: {
+        code: 'LEASE_EXPIRED',
+        message:
+          facts.died === undefined
+            ? `worker ${owner} stopped renewing its lease`
+            : `worker ${owner} died (${facts.died}); its lease was ended at once`,
+        retryable: true,
+      },
     };
+  const lost = facts.died === undefined ? 'was lost' : `died (${facts.died})`;
   return {
     kind: 'pause',
     error: {
       code: 'LOST_NOT_SAFE_TO_RETRY',
-      message: `worker ${owner} was lost during ${facts.action}, which is not safe to retry and left no receipt; an operator must check its effect and resume the run`,
+      message: `worker ${owner} ${lost} during ${facts.action}, which is not safe to retry and left no receipt; an operator must check its effect and resume the run`,
       retryable: false,
     },
   };

@@ -224,6 +224,26 @@ describe('the stateless stack', () => {
     });
   });
 
+  it("recovers a stopped worker task's steps at once, from the workers' cluster's task state changes", () => {
+    const [[clusterId] = []] = resources(stateless, 'AWS::ECS::Cluster');
+    const [[fnId] = []] = resources(stateless, 'AWS::Lambda::Function').filter(([id]) =>
+      inPart(id).startsWith('DeathsFnworkerstopped'),
+    );
+    expect(fnId).toBeDefined();
+    stateless.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.ecs'],
+        'detail-type': ['ECS Task State Change'],
+        detail: { clusterArn: [{ 'Fn::GetAtt': [clusterId, 'Arn'] }], lastStatus: ['STOPPED'] },
+      },
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [fnId, 'Arn'] } })],
+    });
+    expect(actionsOf('DeathsFnworkerstopped')).toEqual(
+      expect.arrayContaining(['states:SendTaskSuccess', 'dynamodb:UpdateItem']),
+    );
+    expect(actionsOf('DeathsFnworkerstopped')).not.toContain('states:StartExecution');
+  });
+
   it('alarms on every dead-letter queue and has a dashboard', () => {
     const alarms = resources(stateless, 'AWS::CloudWatch::Alarm');
     expect(alarms.filter(([id]) => inPart(id).startsWith('DlqAlarm'))).toHaveLength(SANDBOX_PROFILE_NAMES.length);

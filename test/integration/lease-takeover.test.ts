@@ -56,6 +56,7 @@ beforeAll(async () => {
   const { makeRecoverLost } = await import('../../shared/app/recovery.js');
   const { makeTestBackend } = await import('../../worker-container/backends/test.js');
   const { Worker } = await import('../../worker-container/worker.js');
+  const { makeSqsCommandSource } = await import('../../shared/adapters/sqs/command-source.js');
   const clock = { now: () => new Date() };
   runs = makeRunStore(documentClient, dynamo.tableNames);
   counters = makeCounters(documentClient, dynamo.tableNames.state);
@@ -127,8 +128,7 @@ beforeAll(async () => {
       workers: makeWorkerStore(documentClient, dynamo.tableNames.state),
       heartbeatMs: 1000,
       leaseMs: 30_000,
-      queueUrl,
-      sqs,
+      commands: makeSqsCommandSource(sqs, queueUrl),
       runs,
       results,
       recover,

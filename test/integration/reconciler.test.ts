@@ -6,6 +6,8 @@ import type { InterpreterControl, Reconcile } from '../../shared/app/reconciler.
 import type { RunbookStore, WorkerStore } from '../../shared/app/ports.js';
 import type { ApprovalStore } from '../../shared/adapters/dynamodb/approval-store.js';
 import { writes } from '../../shared/app/ports/writes.js';
+import type { StepCommand } from '../../shared/domain/messages.js';
+import type { makeStepResults as MakeStepResults } from '../../shared/app/step-results.js';
 import type { PlanDecision } from '../../shared/domain/planner.js';
 import { startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
 
@@ -32,6 +34,8 @@ let approvals: ApprovalStore;
 let planNext: (runId: string) => Promise<PlanDecision>;
 let createRun: (runbookId: string) => Promise<string>;
 let dispatch: (runId: string, stepId: string, attempt?: number) => Promise<string>;
+let stepResults: typeof MakeStepResults;
+const sent: StepCommand[] = [];
 
 const interpreter: InterpreterControl = {
   status: async (arn) => interpreterStatus.get(arn) ?? 'RUNNING',
@@ -53,6 +57,7 @@ beforeAll(async () => {
   const { makeDispatch, makePlanNext } = await import('../../shared/app/interpreter.js');
   const { DEFAULT_POLICY } = await import('../../shared/domain/policy.js');
   const { makeReconcile } = await import('../../shared/app/reconciler.js');
+  ({ makeStepResults: stepResults } = await import('../../shared/app/step-results.js'));
   runs = makeRunStore(documentClient, dynamo.tableNames);
   runbooks = makeDynamoRunbookStore(documentClient, dynamo.tableNames.state);
   workers = makeWorkerStore(documentClient, dynamo.tableNames.state);
@@ -93,7 +98,12 @@ beforeAll(async () => {
     approvals,
     clock,
     callbacks,
-    queue: { send: async () => [] },
+    queue: {
+      send: async (_profile, commands) => {
+        sent.push(...commands);
+        return [];
+      },
+    },
   });
   dispatch = async (runId, stepId, attempt = 1) => {
     const token = `token-${runId}-${attempt}`;
@@ -303,6 +313,32 @@ describe('the reconciler', () => {
     advance(61_000);
     await reconcile();
     expect(resumed.filter((r) => r.token === token)).toHaveLength(1);
+  });
+
+  it('resumes the interpreter again when a completion was claimed but its resume was lost', async () => {
+    const runId = await createRun('lost-sleep');
+    const token = await dispatch(runId, 'only');
+    const cmd = sent.find((c) => c.runId === runId)!;
+    expect((await runs.acquireLease(runId, cmd.executionId, 'worker-a', now, LEASE_MS)).claim).toBe('lease');
+    // The worker recorded the result and claimed the completion, then died before the resume went out.
+    const diesBeforeResume = stepResults({
+      runs,
+      callbacks: { succeed: async () => undefined, fail: async () => undefined },
+      clock,
+    });
+    await diesBeforeResume.finished(cmd, 'worker-a', { outcome: 'succeeded' });
+    expect((await runs.aggregate(runId, 'step', 'only', 1))?.completed).toBe(true);
+    resumed.length = 0;
+    advance(30_000);
+    await reconcile();
+    expect(resumed.filter((r) => r.token === token)).toEqual([]);
+
+    advance(31_000);
+    const summary = await reconcile();
+    expect(resumed.filter((r) => r.token === token)).toEqual([
+      { token, output: { stepId: 'only', kind: 'step', attempt: 1, succeeded: 1, failed: 0 } },
+    ]);
+    expect(summary.statesFixed).toBeGreaterThanOrEqual(1);
   });
 
   it('expires a gate at its hard limit, resumes the waiting task, and the step fails', async () => {

@@ -13,6 +13,7 @@ import { type LocalStack, LOCAL_NAMES } from '../../local/stack.js';
 import { makeRunStore } from '../../shared/adapters/dynamodb/run-store.js';
 import { makeWorkerStore } from '../../shared/adapters/dynamodb/worker-store.js';
 import { makeSfnCallbacks } from '../../shared/adapters/sfn.js';
+import { makeSqsCommandSource } from '../../shared/adapters/sqs/command-source.js';
 import { makeRecoverLost } from '../../shared/app/recovery.js';
 import { makeStepResults } from '../../shared/app/step-results.js';
 import type { SandboxProfileName } from '../../shared/domain/sandbox-profiles.js';
@@ -62,8 +63,7 @@ export async function startRelayedWorker(stack: LocalStack, options: RelayedWork
     workers: makeWorkerStore(doc, LOCAL_NAMES.tables.state),
     heartbeatMs: 1000,
     leaseMs: 30_000,
-    queueUrl: relayed,
-    sqs,
+    commands: makeSqsCommandSource(sqs, relayed),
     runs,
     results: makeStepResults({ runs, callbacks, clock: { now: () => new Date() } }),
     recover: makeRecoverLost({ runs, callbacks }),

@@ -1,11 +1,4 @@
-import type { ECSClient } from '@aws-sdk/client-ecs';
-import { UpdateServiceCommand } from '@aws-sdk/client-ecs';
-import type { LambdaClient } from '@aws-sdk/client-lambda';
-import { InvokeCommand } from '@aws-sdk/client-lambda';
-import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { RotateSecretCommand } from '@aws-sdk/client-secrets-manager';
-import type { SSMClient } from '@aws-sdk/client-ssm';
-import { SendCommandCommand } from '@aws-sdk/client-ssm';
+import type { AwsActions } from '../../shared/app/worker-ports.js';
 import type { Json } from '../../shared/domain/canonical.js';
 import {
   ecsForceNewDeploymentParams,
@@ -14,13 +7,6 @@ import {
   ssmSendCommandParams,
 } from '../../shared/domain/catalogue.js';
 import { ActionError, type ActionHandler, type Backend, typed } from './types.js';
-
-export interface AwsClients {
-  readonly ecs: ECSClient;
-  readonly ssm: SSMClient;
-  readonly lambda: LambdaClient;
-  readonly secretsManager: SecretsManagerClient;
-}
 
 /** AWS errors a later attempt may get past (throttling, a service blip); others are terminal. */
 const RETRYABLE = new Set([
@@ -45,66 +31,59 @@ async function attempt<T>(what: string, call: () => Promise<T>): Promise<T> {
 }
 
 /**
- * `aws`: a small closed set of real AWS actions through SDK v3. Each is one API call with typed
+ * `aws`: a small closed set of real AWS actions, called through the `AwsActions` port. Each is one API call with typed
  * params; there is no generic "call any API" action.
  */
-export function makeAwsBackend(clients: AwsClients): Backend {
+export function makeAwsBackend(aws: AwsActions): Backend {
   const forceNewDeployment: ActionHandler = async ({ params, signal, output }) => {
     const { cluster, service } = typed(ecsForceNewDeploymentParams, params);
-    const { service: updated } = await attempt('ecs.forceNewDeployment', () =>
-      clients.ecs.send(new UpdateServiceCommand({ cluster, service, forceNewDeployment: true }), {
-        abortSignal: signal,
-      }),
+    const { deploymentId } = await attempt('ecs.forceNewDeployment', () =>
+      aws.forceNewDeployment({ cluster, service }, signal),
     );
-    const deployment = updated?.deployments?.find((d) => d.status === 'PRIMARY');
-    output('stdout', `new deployment ${deployment?.id ?? '?'} of ${cluster}/${service}`);
-    return { output: { cluster, service, deploymentId: deployment?.id ?? null } };
+    output('stdout', `new deployment ${deploymentId ?? '?'} of ${cluster}/${service}`);
+    return { output: { cluster, service, deploymentId: deploymentId ?? null } };
   };
 
   const sendCommand: ActionHandler = async ({ params, signal, output }) => {
     const { document_name, instance_ids, parameters } = typed(ssmSendCommandParams, params);
-    const { Command } = await attempt('ssm.sendCommand', () =>
-      clients.ssm.send(
-        new SendCommandCommand({ DocumentName: document_name, InstanceIds: instance_ids, Parameters: parameters }),
-        { abortSignal: signal },
-      ),
+    const { commandId } = await attempt('ssm.sendCommand', () =>
+      aws.sendCommand({ documentName: document_name, instanceIds: instance_ids, parameters }, signal),
     );
-    output('stdout', `command ${Command?.CommandId ?? '?'} sent to ${instance_ids.length} instance(s)`);
-    return { output: { commandId: Command?.CommandId ?? null, instances: instance_ids } };
+    output('stdout', `command ${commandId ?? '?'} sent to ${instance_ids.length} instance(s)`);
+    return { output: { commandId: commandId ?? null, instances: instance_ids } };
   };
 
   const invoke: ActionHandler = async ({ params, signal, output }) => {
     const { function_name, payload } = typed(lambdaInvokeParams, params);
     const reply = await attempt('lambda.invoke', () =>
-      clients.lambda.send(
-        new InvokeCommand({
-          FunctionName: function_name,
-          InvocationType: 'RequestResponse',
-          ...(payload !== undefined && { Payload: new TextEncoder().encode(JSON.stringify(payload)) }),
-        }),
-        { abortSignal: signal },
+      aws.invoke(
+        {
+          functionName: function_name,
+          ...(payload !== undefined && { payload: new TextEncoder().encode(JSON.stringify(payload)) }),
+        },
+        signal,
       ),
     );
-    const text = reply.Payload ? new TextDecoder().decode(reply.Payload) : '';
-    if (reply.FunctionError)
+    const text = reply.payload ? new TextDecoder().decode(reply.payload) : '';
+    if (reply.functionError)
       throw new ActionError('LAMBDA_FUNCTION_ERROR', `${function_name} failed: ${text.slice(0, 500)}`, false);
-    output('stdout', `${function_name} returned ${reply.StatusCode ?? '?'}`);
+    output('stdout', `${function_name} returned ${reply.statusCode ?? '?'}`);
     let result: Json = text;
     try {
       result = JSON.parse(text) as Json;
     } catch {
       // Not JSON: keep the text.
     }
-    return { output: { statusCode: reply.StatusCode ?? null, payload: result } };
+    return { output: { statusCode: reply.statusCode ?? null, payload: result } };
   };
 
   const rotateSecret: ActionHandler = async ({ params, signal, output }) => {
     const { secret_id } = typed(rotateSecretParams, params);
-    const { VersionId } = await attempt('secretsmanager.rotateSecret', () =>
-      clients.secretsManager.send(new RotateSecretCommand({ SecretId: secret_id }), { abortSignal: signal }),
+    const { versionId } = await attempt('secretsmanager.rotateSecret', () =>
+      aws.rotateSecret({ secretId: secret_id }, signal),
     );
-    output('stdout', `rotation of ${secret_id} started (version ${VersionId ?? '?'})`);
-    return { output: { secretId: secret_id, versionId: VersionId ?? null } };
+    output('stdout', `rotation of ${secret_id} started (version ${versionId ?? '?'})`);
+    return { output: { secretId: secret_id, versionId: versionId ?? null } };
   };
 
   return {

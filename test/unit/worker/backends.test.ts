@@ -7,6 +7,7 @@ import { RotateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secre
 import { SendCommandCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeAwsActions } from '../../../shared/adapters/aws/actions.js';
 import { makeAwsBackend } from '../../../worker-container/backends/aws.js';
 import { makeHttpBackend } from '../../../worker-container/backends/http.js';
 import { makeNotifyBackend } from '../../../worker-container/backends/notify.js';
@@ -160,12 +161,14 @@ describe('the aws backend', () => {
   const ssm = mockClient(SSMClient);
   const lambda = mockClient(LambdaClient);
   const secrets = mockClient(SecretsManagerClient);
-  const aws = makeAwsBackend({
-    ecs: new ECSClient({ region: 'us-east-1' }),
-    ssm: new SSMClient({ region: 'us-east-1' }),
-    lambda: new LambdaClient({ region: 'us-east-1' }),
-    secretsManager: new SecretsManagerClient({ region: 'us-east-1' }),
-  });
+  const aws = makeAwsBackend(
+    makeAwsActions({
+      ecs: new ECSClient({ region: 'us-east-1' }),
+      ssm: new SSMClient({ region: 'us-east-1' }),
+      lambda: new LambdaClient({ region: 'us-east-1' }),
+      secretsManager: new SecretsManagerClient({ region: 'us-east-1' }),
+    }),
+  );
 
   it('forces a new ECS deployment', async () => {
     ecs.on(UpdateServiceCommand).resolves({ service: { deployments: [{ id: 'ecs-svc/1', status: 'PRIMARY' }] } });

@@ -1,0 +1,104 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ActionError } from '../../../worker-container/backends/types.js';
+import { Heartbeat, type WorkerActivity } from '../../../worker-container/heartbeat.js';
+import { command, fakeWorkerStore } from './fakes.js';
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  vi.setSystemTime(new Date('2026-11-21T10:00:00.000Z'));
+});
+afterEach(() => void vi.useRealTimers());
+
+function heartbeat(
+  activity: () => WorkerActivity,
+  more: { renews?: boolean; reply?: { accepted: boolean; drainRequested: boolean } } = {},
+) {
+  const registry = fakeWorkerStore(more.reply);
+  const renewals: Array<{ executionId: string; until: string }> = [];
+  const drains: number[] = [];
+  const beat = new Heartbeat({
+    workerId: 'worker-1',
+    profile: 'dev-flex',
+    registration: { hostname: 'host', pid: 42, environment: 'dev', backends: {}, groups: [], version: 'test' },
+    workers: registry.store,
+    leases: {
+      renewLease: async (_runId, executionId, _owner, until) => {
+        renewals.push({ executionId, until: until.toISOString() });
+        return more.renews ?? true;
+      },
+    },
+    heartbeatMs: 15_000,
+    leaseMs: 30_000,
+    activity,
+    onDrainRequested: () => drains.push(Date.now()),
+    log: () => undefined,
+  });
+  return { beat, registry, renewals, drains };
+}
+
+describe('the heartbeat', () => {
+  it('beats every heartbeat interval, reporting idle, until it is stopped', async () => {
+    const { beat, registry } = heartbeat(() => ({ receiving: true, completed: 3 }));
+    beat.start();
+    await vi.advanceTimersByTimeAsync(14_999);
+    expect(registry.beats).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(registry.beats.map((b) => b.at)).toEqual([
+      '2026-11-21T10:00:15.000Z',
+      '2026-11-21T10:00:30.000Z',
+      '2026-11-21T10:00:45.000Z',
+    ]);
+    expect(registry.beats[0]).toMatchObject({ status: 'idle', stats: { tasksCompleted: 3 } });
+    beat.stop();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(registry.beats).toHaveLength(3);
+  });
+
+  it('renews the current lease to a lease length from now with each beat, and reports busy with it', async () => {
+    const current = { cmd: command(), controller: new AbortController() };
+    const { beat, registry, renewals } = heartbeat(() => ({ receiving: true, current, completed: 0 }));
+    beat.start();
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(renewals).toEqual([
+      { executionId: current.cmd.executionId, until: '2026-11-21T10:00:45.000Z' },
+      { executionId: current.cmd.executionId, until: '2026-11-21T10:01:00.000Z' },
+    ]);
+    expect(registry.beats[1]).toMatchObject({ status: 'busy', currentExecutionId: current.cmd.executionId });
+    expect(current.controller.signal.aborted).toBe(false);
+    beat.stop();
+  });
+
+  it('stops the action when the lease could not be renewed (taken over)', async () => {
+    const current = { cmd: command(), controller: new AbortController() };
+    const { beat } = heartbeat(() => ({ receiving: true, current, completed: 0 }), { renews: false });
+    await beat.beat();
+    expect(current.controller.signal.reason).toBeInstanceOf(ActionError);
+    expect(current.controller.signal.reason).toMatchObject({ code: 'LEASE_LOST' });
+  });
+
+  it('registers again when its beat is refused (declared dead while alive), and reports draining when draining', async () => {
+    const refused = heartbeat(() => ({ receiving: true, completed: 0 }), {
+      reply: { accepted: false, drainRequested: false },
+    });
+    await refused.beat.beat();
+    expect(refused.registry.registered).toHaveLength(1);
+    expect(refused.registry.registered[0]).toMatchObject({ workerId: 'worker-1', status: 'idle', pid: 42 });
+
+    const draining = heartbeat(() => ({ receiving: false, completed: 0 }), {
+      reply: { accepted: false, drainRequested: true },
+    });
+    await draining.beat.beat();
+    expect(draining.registry.beats[0]?.status).toBe('draining');
+    expect(draining.registry.registered).toHaveLength(0);
+    expect(draining.drains).toHaveLength(0);
+  });
+
+  it('passes an operator drain request on once, while receiving', async () => {
+    const { beat, drains } = heartbeat(() => ({ receiving: true, completed: 0 }), {
+      reply: { accepted: true, drainRequested: true },
+    });
+    await beat.beat();
+    expect(drains).toHaveLength(1);
+  });
+});

@@ -1,0 +1,130 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { StepExecution } from '../../../shared/domain/entities.js';
+import type { StepCommand } from '../../../shared/domain/messages.js';
+import { sleep } from '../../../worker-container/backends/types.js';
+import { Worker } from '../../../worker-container/worker.js';
+import { command, fakeBackend, fakeCommandSource, fakeResults, fakeWorkerStore } from './fakes.js';
+
+beforeEach(() => void vi.useFakeTimers());
+afterEach(() => void vi.useRealTimers());
+
+const execution = (executionId: string, status: StepExecution['status']): StepExecution => ({
+  executionId,
+  runId: 'run-1',
+  tenantId: 'acme',
+  stepId: 'nap',
+  kind: 'step',
+  targetId: 'once',
+  attempt: 1,
+  status,
+  idempotencyKey: executionId,
+  createdAt: '2026-11-21T10:00:00.000Z',
+  leaseOwner: 'worker-1',
+  outputTail: [],
+  secretsUsed: [],
+});
+
+function worker() {
+  const commands = fakeCommandSource();
+  const registry = fakeWorkerStore();
+  const { results, reported } = fakeResults();
+  const leases = new Map<string, string>();
+  const recovered: StepCommand[] = [];
+  const w = new Worker({
+    workerId: 'worker-1',
+    profile: 'dev-flex',
+    registration: { hostname: 'host', pid: 42, environment: 'dev', backends: {}, groups: [], version: 'test' },
+    workers: registry.store,
+    heartbeatMs: 15_000,
+    leaseMs: 30_000,
+    commands: commands.source,
+    runs: {
+      acquireLease: async (_runId, executionId) => {
+        if (executionId.endsWith('.lost')) return { claim: 'lost', execution: execution(executionId, 'running') };
+        if (leases.has(executionId)) return { claim: 'held' };
+        leases.set(executionId, 'worker-1');
+        return { claim: 'lease', execution: execution(executionId, 'leased') };
+      },
+      renewLease: async () => true,
+      receipt: async () => undefined,
+    },
+    results,
+    recover: async (_lost, cmd) => {
+      recovered.push(cmd as StepCommand);
+      return { kind: 'retry', error: { code: 'LEASE_EXPIRED', message: 'lost', retryable: true } };
+    },
+    backends: [
+      fakeBackend({
+        sleep: async ({ params, signal }) => {
+          await sleep(Number(params.ms), signal);
+          return {};
+        },
+      }),
+    ],
+    secrets: { get: () => Promise.reject(new Error('no secrets here')) },
+    log: () => undefined,
+  });
+  return { w, commands, registry, reported, recovered };
+}
+
+const nap = (executionId: string) =>
+  command({ executionId, action: 'sleep', params: { ms: 10_000 }, idempotencyKey: executionId });
+
+describe('the worker loop', () => {
+  it('on drain (SIGTERM) finishes the current step, deletes its command, receives no more and deregisters', async () => {
+    const { w, commands, registry, reported } = worker();
+    const running = w.run();
+    commands.push(nap('run-1.a'));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(w.busy).toBe(true);
+
+    let stopped = false;
+    const stopping = w.stop().then(() => (stopped = true));
+    commands.push(nap('run-1.b'));
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(stopped).toBe(false);
+    expect(registry.beats.at(-1)?.status).toBe('draining');
+
+    await vi.advanceTimersByTimeAsync(5000);
+    await stopping;
+    await running;
+    expect(reported.filter((r) => r.kind === 'finished')).toEqual([
+      { kind: 'finished', value: { outcome: 'succeeded' } },
+    ]);
+    expect(reported.filter((r) => r.kind === 'started')).toHaveLength(1);
+    expect(commands.deleted).toEqual(['run-1.a']);
+    expect(registry.statuses).toEqual(['deregistered']);
+    expect(w.completed).toBe(1);
+  });
+
+  it('hands a command received while it starts draining straight back, unrun', async () => {
+    const { w, commands, registry, reported } = worker();
+    const running = w.run();
+    await vi.advanceTimersByTimeAsync(100);
+    const stopping = w.stop();
+    commands.push(nap('run-1.late'));
+    await stopping;
+    await running;
+    expect(commands.released).toEqual(['run-1.late']);
+    expect(commands.deleted).toEqual([]);
+    expect(reported).toEqual([]);
+    expect(registry.statuses).toEqual(['deregistered']);
+  });
+
+  it('deletes a duplicate delivery without running it, and ends a lost execution by the recovery rule', async () => {
+    const { w, commands, reported, recovered } = worker();
+    const running = w.run();
+    commands.push(nap('run-1.a'));
+    await vi.advanceTimersByTimeAsync(10_100);
+    commands.push(nap('run-1.a'), 'again');
+    commands.push(nap('run-1.x.lost'));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(commands.deleted).toEqual(['run-1.a', 'again', 'run-1.x.lost']);
+    expect(reported.filter((r) => r.kind === 'started')).toHaveLength(1);
+    expect(recovered.map((c) => c.executionId)).toEqual(['run-1.x.lost']);
+    const stopping = w.stop();
+    commands.idle();
+    await stopping;
+    await running;
+  });
+});

@@ -1,0 +1,118 @@
+import type { WorkerStore } from '../shared/app/ports.js';
+import type { Worker as WorkerRecord } from '../shared/domain/entities.js';
+import type { StepCommand } from '../shared/domain/messages.js';
+import type { SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
+import { ActionError } from './backends/types.js';
+import type { Log } from './log-redaction.js';
+
+/** What a worker tells the registry about itself when it starts. */
+export type WorkerRegistration = Pick<
+  WorkerRecord,
+  'hostname' | 'pid' | 'environment' | 'backends' | 'groups' | 'version' | 'taskArn'
+>;
+
+/** Renews the lease of a step execution the worker holds; false when it no longer holds it. */
+export interface LeaseRenewer {
+  renewLease(runId: string, executionId: string, owner: string, until: Date): Promise<boolean>;
+}
+
+/** What the worker is doing, as its heartbeat reports it. */
+export interface WorkerActivity {
+  /** False once the worker started draining. */
+  readonly receiving: boolean;
+  /** The step execution it runs now, with the controller that stops its action. */
+  readonly current?: { readonly cmd: StepCommand; readonly controller: AbortController };
+  readonly completed: number;
+}
+
+export interface HeartbeatOptions {
+  readonly workerId: string;
+  readonly profile: SandboxProfileName;
+  readonly registration: WorkerRegistration;
+  readonly workers: WorkerStore;
+  readonly leases: LeaseRenewer;
+  /** How often the worker heartbeats and renews the lease of its current step execution. */
+  readonly heartbeatMs: number;
+  readonly leaseMs: number;
+  readonly activity: () => WorkerActivity;
+  /** Called when an operator asked this worker to drain (seen with a heartbeat). */
+  readonly onDrainRequested?: () => void;
+  readonly log: Log;
+}
+
+/**
+ * The worker's registration and its periodic heartbeat: every `heartbeatMs` it renews the lease of
+ * its current step execution (stopping the action when the lease was taken over), then reports
+ * its status and load, registering again if it had been declared dead while alive.
+ */
+export class Heartbeat {
+  private cpu = { usage: process.cpuUsage(), at: performance.now() };
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly options: HeartbeatOptions) {}
+
+  async register(): Promise<void> {
+    const now = new Date().toISOString();
+    await this.options.workers.register({
+      workerId: this.options.workerId,
+      sandboxProfile: this.options.profile,
+      ...this.options.registration,
+      status: 'idle',
+      registeredAt: now,
+      lastHeartbeatAt: now,
+      stats: { cpuPercent: 0, rssBytes: process.memoryUsage().rss, tasksCompleted: 0 },
+    });
+  }
+
+  /**
+   * One heartbeat: renews the current step execution's lease, then reports status and load. A
+   * lease that cannot be renewed means another worker took the step over: stop working on it.
+   */
+  async beat(): Promise<void> {
+    const { leases, workerId, workers, leaseMs } = this.options;
+    const { current } = this.options.activity();
+    if (current) {
+      const held = await leases.renewLease(
+        current.cmd.runId,
+        current.cmd.executionId,
+        workerId,
+        new Date(Date.now() + leaseMs),
+      );
+      if (!held) current.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+    }
+    const usage = process.cpuUsage();
+    const at = performance.now();
+    const cpuMicros = usage.user - this.cpu.usage.user + (usage.system - this.cpu.usage.system);
+    const cpuPercent = Math.round((cpuMicros / 1000 / Math.max(1, at - this.cpu.at)) * 1000) / 10;
+    this.cpu = { usage, at };
+    // Read again: the step may have ended while the lease was renewed.
+    const activity = this.options.activity();
+    const reply = await workers.heartbeat(workerId, {
+      status: activity.receiving ? (activity.current ? 'busy' : 'idle') : 'draining',
+      at: new Date().toISOString(),
+      ...(activity.current && { currentExecutionId: activity.current.cmd.executionId }),
+      stats: { cpuPercent, rssBytes: process.memoryUsage().rss, tasksCompleted: activity.completed },
+    });
+    if (!reply.accepted && activity.receiving) {
+      // Declared dead while alive (a long pause): its leases were recovered; start afresh.
+      this.options.log('declared dead by the reconciler; registering again');
+      await this.register();
+    }
+    if (reply.drainRequested && activity.receiving) {
+      this.options.log('drain requested');
+      this.options.onDrainRequested?.();
+    }
+  }
+
+  /** Beats every `heartbeatMs` until `stop`; a failed beat is logged and the next one tried. */
+  start(): void {
+    this.timer ??= setInterval(() => {
+      this.beat().catch((error: unknown) => this.options.log('heartbeat failed', { error: (error as Error).message }));
+    }, this.options.heartbeatMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
