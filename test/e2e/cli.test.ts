@@ -191,11 +191,14 @@ describe('the capstan CLI on the local stack', () => {
     expect(refused.stderr).toContain('API error FORBIDDEN');
   });
 
-  it('answers an API error, exit 3, for a replay until the API offers it', async () => {
-    const runs = JSON.parse((await capstan(['runs', 'list', '--json'])).stdout) as { runs: Array<{ runId: string }> };
-    const replay = await capstan(['runs', 'replay', runs.runs[0]?.runId ?? '']);
-    expect(replay.code).toBe(3);
-    expect(replay.stderr).toMatch(/API error/);
+  it('replays a finished run as a new run that names the original', async () => {
+    const runs = JSON.parse((await capstan(['runs', 'list', '--status', 'succeeded', '--json'])).stdout) as {
+      runs: Array<{ runId: string }>;
+    };
+    const original = runs.runs[0]?.runId ?? '';
+    const replay = await capstan(['runs', 'replay', original, '--reason', 'audit drill']);
+    expect(replay.code, replay.stderr).toBe(0);
+    expect(replay.stdout).toMatch(new RegExp(`run run-[0-9a-f-]{36} replays ${original}`));
   });
 
   it('serves the OpenAPI document without a token, with every route', async () => {

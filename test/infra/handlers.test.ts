@@ -19,6 +19,8 @@ const ENV = {
   CAPSTAN_STATE_TABLE: 'capstan-state',
   CAPSTAN_EVENTS_TABLE: 'capstan-events',
   CAPSTAN_CONNECTIONS_TABLE: 'capstan-connections',
+  CAPSTAN_EVIDENCE_BUCKET: 'capstan-evidence',
+  CAPSTAN_EVIDENCE_KEY_ID: 'arn:aws:kms:us-east-1:000000000000:key/evidence',
   CAPSTAN_STATE_MACHINE_ARN: 'arn:aws:states:us-east-1:000000000000:stateMachine:capstan-run-interpreter',
   CAPSTAN_WS_ENDPOINT: 'http://127.0.0.1:9/ws',
   CAPSTAN_JWT_ISSUER: 'https://auth.example.com/',
