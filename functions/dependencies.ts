@@ -27,6 +27,7 @@ import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
 import { cachingVersions } from '../shared/app/runbook-cache.js';
 import { config, required } from '../shared/config.js';
 import { parsePolicy } from '../shared/domain/policy.js';
+import { admission } from './admission-dependencies.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
@@ -50,6 +51,7 @@ export const runDeps = () => ({
   starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
   callbacks: makeSfnCallbacks(sfnClient()),
   approvals: approvals(),
+  admission: admission(),
 });
 
 /** For the interpreter's tasks: also sends commands, resumes tasks, and keeps approval gates. */

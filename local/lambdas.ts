@@ -14,6 +14,7 @@ const MODULES: Readonly<Record<string, string>> = {
   reconciler: '../functions/reconciler.ts',
   'ticket-ingest': '../functions/ticket-ingest.ts',
   'lifecycle-publisher': '../functions/lifecycle-publisher.ts',
+  admitter: '../functions/admitter.ts',
 };
 
 type Handler = (event: unknown, context: Context) => Promise<unknown>;
