@@ -7,7 +7,8 @@ import { dependencyVerdict, findCycle } from '../domain/admission/dependencies.j
 import { triggerSource } from '../domain/admission/limits.js';
 import { type AdmissionPlan, type LimitName, planAdmission, refusedBy } from '../domain/admission/plan.js';
 
-import { breakerCell, bucketCell, readControls } from './admission-controls.js';
+import { breakerStateSchema, closedBreaker, recordOutcome } from '../domain/admission/breaker.js';
+import { breakerCell, bucketCell, controlLogEntry, readControls } from './admission-controls.js';
 import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterCell } from './ports/admission.js';
 import type { RunStore } from './ports/runs.js';
 import type { Clock } from './ports.js';
@@ -20,6 +21,8 @@ export interface AdmissionDeps {
   readonly clock: Clock;
   /** Counts a refusal (`quota_exceeded_total`). */
   readonly refused?: (limit: LimitName, tenantId: string) => void;
+  /** A breaker opened, half-opened or closed (`circuit_breaker_state`, incidents). */
+  readonly breakerChanged?: (tenantId: string, runbookId: string, state: 'closed' | 'open' | 'half_open') => void;
 }
 
 /** What admission did with a run. */
@@ -279,8 +282,39 @@ export function makeAdmission(deps: AdmissionDeps) {
     return admitted;
   }
 
-  /** A run ended: its dependents may go, and its freed capacity goes to the backlog. */
+  /** Counts an ended run in its runbook's breaker; an opening is logged as a control change. */
+  async function countOutcome(runbookId: string, tenantId: string, succeeded: boolean): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const now = deps.clock.now();
+      const [cell] = await deps.admission.cells(tenantId, breakerCell(runbookId));
+      const was = cell ? breakerStateSchema.parse(cell.value) : undefined;
+      const { next, change } = recordOutcome(was ?? closedBreaker(runbookId, now), succeeded, now);
+      try {
+        await deps.admission.commit([
+          {
+            kind: 'putCell',
+            tenantId,
+            name: breakerCell(runbookId),
+            value: asJson(next),
+            expect: was ? { field: 'updatedAt', equals: was.updatedAt } : 'absent',
+          },
+          ...(change
+            ? [controlLogEntry(tenantId, now.toISOString(), `breaker.${change}`, 'capstan', { runbookId })]
+            : []),
+        ]);
+        if (change) deps.breakerChanged?.(tenantId, runbookId, next.state);
+        return;
+      } catch (error) {
+        if (!(error instanceof StaleWriteError)) throw error;
+      }
+    }
+  }
+
+  /** A run ended: its breaker counts it, its dependents may go, and its freed capacity goes to the backlog. */
   async function onRunEnded(runId: string, tenantId: string): Promise<void> {
+    const ended = await deps.runs.load(runId);
+    if (ended && ended.run.status !== 'cancelled' && ended.run.error?.code !== 'DEPENDENCY_FAILED')
+      await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded');
     const waiters = await deps.admission.cells(tenantId, waiterCell(runId, ''));
     for (const waiter of waiters) await settleDependencies(String(waiter.value.runId));
     await admitBacklog(tenantId);

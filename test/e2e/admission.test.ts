@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 const api = (method: string, path: string, body?: unknown, as = operator) =>
-  callApi(stack.restUrl, as, method, `/v1${path}`, body);
+  callApi(stack.restUrl, as, method, path, body);
 
 async function register(name: string, step: Record<string, unknown> = { action: 'echo', params: { message: 'ok' } }) {
   const doc = { name, environment: 'dev', sandbox_profile: 'dev-flex', steps: [{ id: 'only', backend: 'test', ...step }] };
