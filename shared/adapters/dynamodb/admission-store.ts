@@ -25,8 +25,9 @@ export function makeDynamoAdmissionStore(client: DynamoDBDocumentClient, table: 
         client,
         {
           TableName: table,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': admissionKey(tenantId), ':prefix': prefix },
+          // An empty prefix (every cell) cannot be a key condition.
+          KeyConditionExpression: prefix ? 'pk = :pk AND begins_with(sk, :prefix)' : 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': admissionKey(tenantId), ...(prefix && { ':prefix': prefix }) },
           ConsistentRead: true,
         },
         cellOf,
