@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { admission } from './admission-dependencies.js';
+import { admission } from './dependencies.js';
 
 const logger = new Logger({ serviceName: 'capstan-admitter' });
 const admit = admission();

@@ -27,7 +27,9 @@ import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
 import { cachingVersions } from '../shared/app/runbook-cache.js';
 import { config, required } from '../shared/config.js';
 import { parsePolicy } from '../shared/domain/policy.js';
-import { admission } from './admission-dependencies.js';
+import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
+import { makeDynamoAdmissionStore } from '../shared/adapters/dynamodb/admission-store.js';
+import { makeAdmission } from '../shared/app/admission.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
@@ -43,6 +45,28 @@ const runs = () =>
   }));
 
 const approvals = () => makeApprovalStore(documentClient, config().CAPSTAN_STATE_TABLE);
+
+const admissionMetrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-admission' });
+
+/** The admission store, built once per process. */
+export const admissionStore = () => makeDynamoAdmissionStore(documentClient, config().CAPSTAN_STATE_TABLE);
+
+/** Admission wired to AWS: quotas, limits, breakers and dependencies in the state table. */
+export const admission = () =>
+  makeAdmission({
+    runs: runs(),
+    admission: admissionStore(),
+    starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
+    clock: systemClock,
+    refused: (limit) => {
+      admissionMetrics.addDimensions({ limit });
+      admissionMetrics.addMetric('quota_exceeded_total', MetricUnit.Count, 1);
+      admissionMetrics.publishStoredMetrics();
+    },
+  });
+
+/** For the quota, limit and breaker routes. */
+export const controlDeps = () => ({ admission: admissionStore(), clock: systemClock });
 
 /** For the run routes: also starts interpreter executions. */
 export const runDeps = () => ({

@@ -1,5 +1,5 @@
 import { makeQuotaControls } from '../../shared/app/admission-controls.js';
-import { controlDeps } from '../admission-dependencies.js';
+import { controlDeps } from '../dependencies.js';
 import { httpHandler, requirePrincipal } from '../http.js';
 
 const quotas = makeQuotaControls(controlDeps());

@@ -1,6 +1,6 @@
 import { makeQuotaControls } from '../../shared/app/admission-controls.js';
 import { quotaPathSchema, quotaPatchSchema } from '../../shared/resources/admission-schemas.js';
-import { controlDeps } from '../admission-dependencies.js';
+import { controlDeps } from '../dependencies.js';
 import { httpHandler, parseJsonBody, requirePrincipal } from '../http.js';
 
 const quotas = makeQuotaControls(controlDeps());

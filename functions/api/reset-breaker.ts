@@ -1,6 +1,6 @@
 import { makeBreakerControls } from '../../shared/app/admission-controls.js';
 import { breakerPathSchema, breakerResetBodySchema } from '../../shared/resources/admission-schemas.js';
-import { admission, controlDeps } from '../admission-dependencies.js';
+import { admission, controlDeps } from '../dependencies.js';
 import { httpHandler, parseJsonBody, requirePrincipal } from '../http.js';
 
 const breakers = makeBreakerControls(controlDeps());

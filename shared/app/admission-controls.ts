@@ -3,7 +3,8 @@ import type { Json } from '../domain/canonical.js';
 import type { Principal } from '../domain/entities.js';
 import { ValidationError } from '../domain/errors.js';
 import { type BreakerState, breakerStateSchema, closedBreaker } from '../domain/admission/breaker.js';
-import { type Limit, limitSchema, pauseBodySchema, throttleBodySchema } from '../domain/admission/limits.js';
+import type { pauseBodySchema, throttleBodySchema } from '../domain/admission/limits.js';
+import { type Limit, limitSchema } from '../domain/admission/limits.js';
 import type { Controls } from '../domain/admission/plan.js';
 import { type Bucket, type Quota, type QuotaBody, quotaBodySchema, quotaSchema } from '../domain/admission/quotas.js';
 import type { z } from 'zod';
@@ -86,7 +87,12 @@ export function makeQuotaControls(deps: ControlDeps) {
           { path: 'runbook', message: `must be '${id}'` },
         ]);
       const at = deps.clock.now().toISOString();
-      const quota: Quota = { ...parsed.data, tenantId: principal.tenantId, updatedAt: at, updatedBy: principal.subject };
+      const quota: Quota = {
+        ...parsed.data,
+        tenantId: principal.tenantId,
+        updatedAt: at,
+        updatedBy: principal.subject,
+      };
       await deps.admission.commit([
         { kind: 'putCell', tenantId: principal.tenantId, name: quotaCell(id), value: asJson(quota) },
         controlLogEntry(principal.tenantId, at, 'quota.set', principal.subject, { quota: asJson(quota) }),
@@ -115,7 +121,12 @@ export function makeLimitControls(deps: ControlDeps) {
       const at = deps.clock.now().toISOString();
       await deps.admission.commit([
         { kind: 'deleteCell', tenantId: principal.tenantId, name: limitCell('pause', body.source), mustExist: false },
-        { kind: 'deleteCell', tenantId: principal.tenantId, name: limitCell('throttle', body.source), mustExist: false },
+        {
+          kind: 'deleteCell',
+          tenantId: principal.tenantId,
+          name: limitCell('throttle', body.source),
+          mustExist: false,
+        },
         controlLogEntry(principal.tenantId, at, 'limit.resumed', principal.subject, asJson(body)),
       ]);
       return { source: body.source, resumedAt: at };

@@ -34,24 +34,20 @@ const asJson = (value: object) => JSON.parse(JSON.stringify(value)) as { [key: s
 function takes(run: Run, plan: Extract<AdmissionPlan, { admit: true }>): AdmissionWrite[] {
   const tenantId = run.tenantId;
   return [
-    ...plan.counters.map(
-      (c): AdmissionWrite => ({
-        kind: 'takeCounter',
-        tenantId,
-        name: c.name,
-        max: c.max,
-        ...(c.expiresAt && { expiresAt: c.expiresAt }),
-      }),
-    ),
-    ...plan.buckets.map(
-      (b): AdmissionWrite => ({
-        kind: 'putCell',
-        tenantId,
-        name: bucketCell(b.name),
-        value: { tokens: b.now.tokens, at: b.now.at },
-        expect: { field: 'at', equals: b.was?.at },
-      }),
-    ),
+    ...plan.counters.map((c): AdmissionWrite => ({
+      kind: 'takeCounter',
+      tenantId,
+      name: c.name,
+      max: c.max,
+      ...(c.expiresAt && { expiresAt: c.expiresAt }),
+    })),
+    ...plan.buckets.map((b): AdmissionWrite => ({
+      kind: 'putCell',
+      tenantId,
+      name: bucketCell(b.name),
+      value: { tokens: b.now.tokens, at: b.now.at },
+      expect: { field: 'at', equals: b.was?.at },
+    })),
     ...(plan.probe
       ? [
           {
@@ -110,7 +106,7 @@ export function makeAdmission(deps: AdmissionDeps) {
    * conditions in the same transaction as its status change and `run.admitted`, then starts it.
    * A refused condition leaves a fresh run `throttled`, and a throttled one where it is.
    */
-  async function admit(run: Run): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
+  async function admit(run: Run, attempt = 0): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
     const now = deps.clock.now();
     const controls = await readControls(deps.admission, run.tenantId);
     const plan = planAdmission(
@@ -166,6 +162,8 @@ export function makeAdmission(deps: AdmissionDeps) {
     } catch (error) {
       if (!(error instanceof StaleWriteError)) throw error;
       const refusal = await whichRefused(run, plan, now);
+      // Another admission took the bucket's token as read: decide again on what it left.
+      if (refusal.limit === 'burst' && attempt < 10) return admit(run, attempt + 1);
       if (run.status === 'queued') await hold(run, refusal.limit, refusal.nextEligibleAt, refusal.source);
       else deps.refused?.(refusal.limit, run.tenantId);
       return { outcome: run.status === 'queued' ? 'throttled' : 'unchanged', ...refusal };
@@ -214,9 +212,12 @@ export function makeAdmission(deps: AdmissionDeps) {
     for (const id of run.dependsOn ?? []) statuses.set(id, (await deps.runs.load(id))?.run.status ?? 'failed');
     const verdict = dependencyVerdict(statuses);
     if (verdict.kind === 'wait') return 'waiting';
-    const clear = (run.dependsOn ?? []).map(
-      (d): AdmissionWrite => ({ kind: 'deleteCell', tenantId: run.tenantId, name: waiterCell(d, runId), mustExist: false }),
-    );
+    const clear = (run.dependsOn ?? []).map((d): AdmissionWrite => ({
+      kind: 'deleteCell',
+      tenantId: run.tenantId,
+      name: waiterCell(d, runId),
+      mustExist: false,
+    }));
     if (verdict.kind === 'ready') {
       await deps.admission.commit(clear);
       return (await admit(run)).outcome;
@@ -271,7 +272,11 @@ export function makeAdmission(deps: AdmissionDeps) {
     const blocked = new Set<string>();
     let admitted = 0;
     for (const entry of weightedRoundRobin(backlogs, weightOf)) {
-      const scopes = [`${entry.tenantId}|*`, `${entry.tenantId}|${entry.runbookId}`, `${entry.tenantId}|${entry.source}`];
+      const scopes = [
+        `${entry.tenantId}|*`,
+        `${entry.tenantId}|${entry.runbookId}`,
+        `${entry.tenantId}|${entry.source}`,
+      ];
       if (scopes.some((s) => blocked.has(s))) continue;
       const record = await deps.runs.load(entry.runId);
       if (!record || record.run.status !== 'throttled') continue;
@@ -344,4 +349,3 @@ export function makeAdmission(deps: AdmissionDeps) {
   return { admit, afterCreate, admitBacklog, onRunEnded, settleDependencies, checkDependencies };
 }
 export type Admission = ReturnType<typeof makeAdmission>;
-

@@ -85,7 +85,9 @@ export const runSchema = z.strictObject({
   /** Set when admission let the run start: the active counters it holds until it ends. */
   admission: z.strictObject({ at: iso, held: z.array(z.string()) }).optional(),
   /** Raised when the run failed for good on a runbook that escalates failures. */
-  incident: z.strictObject({ raisedAt: iso, acknowledgedAt: iso.optional(), acknowledgedBy: z.string().optional() }).optional(),
+  incident: z
+    .strictObject({ raisedAt: iso, acknowledgedAt: iso.optional(), acknowledgedBy: z.string().optional() })
+    .optional(),
 });
 export type Run = z.infer<typeof runSchema>;
 

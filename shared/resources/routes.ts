@@ -47,21 +47,19 @@ const ADMISSION_ROUTES: readonly RouteSpec[] = [
     roles: ANY_ROLE,
     schemas: { summary: "The tenant's quotas", response: { status: 200, schema: admission.quotaListSchema } },
   },
-  ...(['PUT', 'PATCH'] as const).map(
-    (method): RouteSpec => ({
-      method,
-      path: '/v1/quotas/{id}',
-      handler: method === 'PUT' ? 'put-quota' : 'patch-quota',
-      authorized: true,
-      roles: ADMIN,
-      schemas: {
-        summary: method === 'PUT' ? 'Set a quota on a runbook or on all (`*`)' : 'Change some fields of a quota',
-        params: admission.quotaPathSchema,
-        body: { schema: method === 'PUT' ? admission.quotaBodySchema : admission.quotaPatchSchema },
-        response: { status: 200, schema: admission.quotaViewSchema },
-      },
-    }),
-  ),
+  ...(['PUT', 'PATCH'] as const).map((method): RouteSpec => ({
+    method,
+    path: '/v1/quotas/{id}',
+    handler: method === 'PUT' ? 'put-quota' : 'patch-quota',
+    authorized: true,
+    roles: ADMIN,
+    schemas: {
+      summary: method === 'PUT' ? 'Set a quota on a runbook or on all (`*`)' : 'Change some fields of a quota',
+      params: admission.quotaPathSchema,
+      body: { schema: method === 'PUT' ? admission.quotaBodySchema : admission.quotaPatchSchema },
+      response: { status: 200, schema: admission.quotaViewSchema },
+    },
+  })),
   {
     method: 'GET',
     path: '/v1/limits',
@@ -70,20 +68,18 @@ const ADMISSION_ROUTES: readonly RouteSpec[] = [
     roles: ANY_ROLE,
     schemas: { summary: 'Paused and throttled sources', response: { status: 200, schema: admission.limitListSchema } },
   },
-  ...(['pause', 'resume', 'throttle'] as const).map(
-    (action): RouteSpec => ({
-      method: 'POST',
-      path: `/v1/limits/${action}`,
-      handler: `${action}-source`,
-      authorized: true,
-      roles: OPERATE,
-      schemas: {
-        summary: `${action[0]?.toUpperCase()}${action.slice(1)} a source (a runbook or a trigger source)`,
-        body: { schema: action === 'throttle' ? admission.throttleBodySchema : admission.pauseBodySchema },
-        response: { status: 200, schema: admission.limitViewSchema },
-      },
-    }),
-  ),
+  ...(['pause', 'resume', 'throttle'] as const).map((action): RouteSpec => ({
+    method: 'POST',
+    path: `/v1/limits/${action}`,
+    handler: `${action}-source`,
+    authorized: true,
+    roles: OPERATE,
+    schemas: {
+      summary: `${action[0]?.toUpperCase()}${action.slice(1)} a source (a runbook or a trigger source)`,
+      body: { schema: action === 'throttle' ? admission.throttleBodySchema : admission.pauseBodySchema },
+      response: { status: 200, schema: admission.limitViewSchema },
+    },
+  })),
   {
     method: 'GET',
     path: '/v1/breakers',

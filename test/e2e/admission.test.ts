@@ -37,7 +37,12 @@ const api = (method: string, path: string, body?: unknown, as = operator) =>
   callApi(stack.restUrl, as, method, path, body);
 
 async function register(name: string, step: Record<string, unknown> = { action: 'echo', params: { message: 'ok' } }) {
-  const doc = { name, environment: 'dev', sandbox_profile: 'dev-flex', steps: [{ id: 'only', backend: 'test', ...step }] };
+  const doc = {
+    name,
+    environment: 'dev',
+    sandbox_profile: 'dev-flex',
+    steps: [{ id: 'only', backend: 'test', ...step }],
+  };
   expect((await api('POST', '/runbooks', doc)).status).toBeLessThan(300);
 }
 
@@ -99,7 +104,9 @@ describe('admission control on the local stack', () => {
     const logs = await Promise.all(runs.map((r) => events(r.runId)));
     const peak = peakActive(logs);
     const throttled = logs.filter((list) => list.some((e) => e.type === 'run.throttled'));
-    console.log(`maxActive 3: 60 runs in ${Date.now() - started} ms, peak active ${peak}, throttled ${throttled.length}`);
+    console.log(
+      `maxActive 3: 60 runs in ${Date.now() - started} ms, peak active ${peak}, throttled ${throttled.length}`,
+    );
     expect(peak).toBeLessThanOrEqual(3);
     expect(peak).toBeGreaterThanOrEqual(1);
     expect(throttled.length).toBeGreaterThanOrEqual(50);
@@ -189,7 +196,10 @@ describe('admission control on the local stack', () => {
       expect((await api('GET', `/runs/${id}`)).body.error).toEqual(
         expect.objectContaining({ code: 'DEPENDENCY_FAILED' }),
       );
-    const unknown = await api('POST', '/runs', { runbookId: 'adm-dep', dependsOn: ['run-00000000-0000-0000-0000-000000000000'] });
+    const unknown = await api('POST', '/runs', {
+      runbookId: 'adm-dep',
+      dependsOn: ['run-00000000-0000-0000-0000-000000000000'],
+    });
     expect(unknown.status).toBe(400);
   }, 120_000);
 });

@@ -8,8 +8,7 @@ const ENDED_BADLY = new Set(['failed', 'cancelled']);
 
 /** Ready when every dependency succeeded; failed as soon as one ended otherwise. */
 export function dependencyVerdict(statuses: ReadonlyMap<string, string>): DependencyVerdict {
-  for (const [runId, status] of statuses)
-    if (ENDED_BADLY.has(status)) return { kind: 'fail', failed: runId, status };
+  for (const [runId, status] of statuses) if (ENDED_BADLY.has(status)) return { kind: 'fail', failed: runId, status };
   const waitingOn = [...statuses].filter(([, status]) => status !== 'succeeded').map(([runId]) => runId);
   return waitingOn.length === 0 ? { kind: 'ready' } : { kind: 'wait', waitingOn };
 }

@@ -10,7 +10,7 @@ export function weightedRoundRobin<T>(
   const tenants = [...backlogs.keys()].sort();
   const cursors = new Map(tenants.map((t) => [t, 0]));
   const order: T[] = [];
-  for (let progressed = true; progressed; ) {
+  for (let progressed = true; progressed;) {
     progressed = false;
     for (const tenant of tenants) {
       const list = backlogs.get(tenant) ?? [];

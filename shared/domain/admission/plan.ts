@@ -23,14 +23,7 @@ export interface BucketTake {
 
 /** Which limit held a run back. */
 export type LimitName =
-  | 'maxActive'
-  | 'maxPerHour'
-  | 'burst'
-  | 'emergency.maxActive'
-  | 'paused'
-  | 'throttle'
-  | 'breaker'
-  | 'backlog';
+  'maxActive' | 'maxPerHour' | 'burst' | 'emergency.maxActive' | 'paused' | 'throttle' | 'breaker' | 'backlog';
 
 export type AdmissionPlan =
   | {

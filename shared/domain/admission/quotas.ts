@@ -38,9 +38,7 @@ export function refill(bucket: Bucket | undefined, capacity: number, perMs: numb
 
 /** The refill rate of a quota's bucket, in tokens per millisecond. */
 export const refillPerMs = (quota: Pick<QuotaBody, 'burst' | 'maxPerHour'>): number =>
-  quota.maxPerHour !== undefined && quota.maxPerHour > 0
-    ? quota.maxPerHour / 3_600_000
-    : (quota.burst ?? 1) / 60_000;
+  quota.maxPerHour !== undefined && quota.maxPerHour > 0 ? quota.maxPerHour / 3_600_000 : (quota.burst ?? 1) / 60_000;
 
 /** The start of the fixed window of `ms` holding `now`, and the start of the next one. */
 export function windowOf(now: Date, ms: number): { start: string; next: string } {

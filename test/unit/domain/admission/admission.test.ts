@@ -69,7 +69,10 @@ describe('admission planning', () => {
 
   it('holds a paused source, and throttles a source by a minute window', () => {
     const pause: Limit = { kind: 'pause', tenantId: 't', source: 'rb', reason: 'r', by: 'op', at: now.toISOString() };
-    expect(planAdmission(candidate, controls({ limits: [pause] }), now)).toMatchObject({ admit: false, limit: 'paused' });
+    expect(planAdmission(candidate, controls({ limits: [pause] }), now)).toMatchObject({
+      admit: false,
+      limit: 'paused',
+    });
     const throttle: Limit = {
       kind: 'throttle',
       tenantId: 't',
@@ -125,7 +128,14 @@ describe('fairness and dependencies', () => {
   it('waits, goes, or fails on the first dependency that did not succeed', () => {
     expect(dependencyVerdict(new Map([['x', 'running']]))).toEqual({ kind: 'wait', waitingOn: ['x'] });
     expect(dependencyVerdict(new Map([['x', 'succeeded']]))).toEqual({ kind: 'ready' });
-    expect(dependencyVerdict(new Map([['x', 'succeeded'], ['y', 'failed']]))).toEqual({
+    expect(
+      dependencyVerdict(
+        new Map([
+          ['x', 'succeeded'],
+          ['y', 'failed'],
+        ]),
+      ),
+    ).toEqual({
       kind: 'fail',
       failed: 'y',
       status: 'failed',
@@ -133,7 +143,22 @@ describe('fairness and dependencies', () => {
   });
 
   it('finds a cycle and none in a chain', () => {
-    expect(findCycle(new Map([['a', ['b']], ['b', ['c']], ['c', []]]))).toBeUndefined();
-    expect(findCycle(new Map([['a', ['b']], ['b', ['a']]]))).toEqual(['a', 'b', 'a']);
+    expect(
+      findCycle(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', []],
+        ]),
+      ),
+    ).toBeUndefined();
+    expect(
+      findCycle(
+        new Map([
+          ['a', ['b']],
+          ['b', ['a']],
+        ]),
+      ),
+    ).toEqual(['a', 'b', 'a']);
   });
 });
