@@ -32,6 +32,9 @@ import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeBundleIndex } from '../shared/adapters/dynamodb/bundle-index.js';
 import { DEFAULT_POLICY } from '../shared/domain/policy.js';
 import { parsePolicy } from '../shared/domain/policy.js';
+import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
+import { makeDynamoAdmissionStore } from '../shared/adapters/dynamodb/admission-store.js';
+import { makeAdmission } from '../shared/app/admission.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
@@ -48,6 +51,28 @@ const runs = () =>
 
 const approvals = () => makeApprovalStore(documentClient, config().CAPSTAN_STATE_TABLE);
 
+const admissionMetrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-admission' });
+
+/** The admission store, built once per process. */
+export const admissionStore = () => makeDynamoAdmissionStore(documentClient, config().CAPSTAN_STATE_TABLE);
+
+/** Admission wired to AWS: quotas, limits, breakers and dependencies in the state table. */
+export const admission = () =>
+  makeAdmission({
+    runs: runs(),
+    admission: admissionStore(),
+    starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
+    clock: systemClock,
+    refused: (limit) => {
+      admissionMetrics.addDimensions({ limit });
+      admissionMetrics.addMetric('quota_exceeded_total', MetricUnit.Count, 1);
+      admissionMetrics.publishStoredMetrics();
+    },
+  });
+
+/** For the quota, limit and breaker routes. */
+export const controlDeps = () => ({ admission: admissionStore(), clock: systemClock });
+
 /** For the run routes: also starts interpreter executions. */
 export const runDeps = () => ({
   ...runbookDeps,
@@ -55,6 +80,7 @@ export const runDeps = () => ({
   starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
   callbacks: makeSfnCallbacks(sfnClient()),
   approvals: approvals(),
+  admission: admission(),
 });
 
 /** For the interpreter's tasks: also sends commands, resumes tasks, and keeps approval gates. */

@@ -11,6 +11,7 @@ import type { Construct } from 'constructs';
 import { ROUTES } from '../shared/resources/routes.js';
 import type { TableKey } from '../shared/resources/tables.js';
 import { type DeploymentConfig, policyText, routesText } from './config.js';
+import { Admitter } from './constructs/admitter.js';
 import { LifecyclePublisher } from './constructs/lifecycle-publisher.js';
 import { LiveStream } from './constructs/live-stream.js';
 import { Operations } from './constructs/operations.js';
@@ -110,6 +111,7 @@ export class StatelessStack extends Stack {
     });
     const ticketIngest = new TicketIngest(this, 'TicketIngest', { resources, routesDocument });
     const lifecycle = new LifecyclePublisher(this, 'LifecyclePublisher', { resources });
+    const admitter = new Admitter(this, 'Admitter', { resources });
     const workers = new Workers(this, 'Workers', { resources, secretPrefix: config.secretPrefix });
 
     const functions = new Map<string, NodejsFunction>([
@@ -119,6 +121,7 @@ export class StatelessStack extends Stack {
       ['reconciler', reconciler.function],
       ['ticket-ingest', ticketIngest.function],
       ['lifecycle-publisher', lifecycle.function],
+      ['admitter', admitter.function],
     ]);
     new Operations(this, 'Operations', {
       dashboardName: `${config.prefix}-operations`,

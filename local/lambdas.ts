@@ -15,6 +15,7 @@ const MODULES: Readonly<Record<string, string>> = {
   'worker-stopped': '../functions/worker-stopped.ts',
   'ticket-ingest': '../functions/ticket-ingest.ts',
   'lifecycle-publisher': '../functions/lifecycle-publisher.ts',
+  admitter: '../functions/admitter.ts',
 };
 
 type Handler = (event: unknown, context: Context) => Promise<unknown>;

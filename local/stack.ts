@@ -42,6 +42,8 @@ export interface LocalStackOptions {
   readonly workers: Readonly<Partial<Record<SandboxProfileName, number>>>;
   /** How often the reconciler runs (its schedule in AWS is every minute). */
   readonly reconcileIntervalMs: number;
+  /** How often the backlog admitter's schedule runs (a minute in AWS); 2 s by default. */
+  readonly admitIntervalMs?: number;
   /** Extra environment for the handlers and workers (for example a short heartbeat in tests). */
   readonly env?: Readonly<Record<string, string>>;
   /** Puts a counting proxy in front of DynamoDB and SQS (for the bench), on the gateway port + 6 and + 7. */
@@ -283,6 +285,27 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
     await lifecycle.start();
     cleanups.push(() => lifecycle.stop());
+    // A third: the admitter hears of runs ending, and admits throttled and waiting runs.
+    const admitter = new StreamMapping({
+      endpoint: dynamo.endpoint,
+      region: REGION,
+      tableName: LOCAL_NAMES.tables.events,
+      handler: (event: DynamoDBStreamEvent) => invoke('admitter', event),
+      checkpointFile: join(dataDir, 'streams', 'admitter.json'),
+      log,
+    });
+    await admitter.start();
+    cleanups.push(() => admitter.stop());
+    // Its schedule: what time makes eligible (windows, throttles, cooldowns).
+    let admitting = false;
+    const admitTick = setInterval(() => {
+      if (admitting) return;
+      admitting = true;
+      invoke('admitter', {})
+        .catch((error: unknown) => log(`admitter failed: ${(error as Error).message}`))
+        .finally(() => (admitting = false));
+    }, options.admitIntervalMs ?? 2_000);
+    cleanups.push(() => clearInterval(admitTick));
 
     // The schedule invokes the reconciler; locally one sweep per tick, never two at once.
     let reconciling = false;

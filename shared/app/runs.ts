@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import type { Admission } from './admission.js';
 import type { ApprovalStore } from './ports/approvals.js';
 import type { RunStore } from './ports/runs.js';
 import { canonicalJson, type Json, sha256Hex } from '../domain/canonical.js';
@@ -36,6 +37,8 @@ export interface RunDeps {
   readonly clock: Clock;
   /** Resumes waiting interpreter tasks (a cancel or rollback of a run held by a gate or an operator). */
   readonly callbacks: TaskCallbacks;
+  /** Quotas, limits, breakers and dependencies; without it every run starts at once. */
+  readonly admission?: Admission;
 }
 
 export const createRunBodySchema = z.strictObject({
@@ -44,6 +47,8 @@ export const createRunBodySchema = z.strictObject({
   inputs: storableJsonObject(MAX_INPUTS_BYTES).default({}),
   ticket: ticketSchema.optional(),
   priority: prioritySchema.default('normal'),
+  /** Runs of the same tenant that must succeed first. */
+  dependsOn: z.array(z.string().min(1).max(100)).max(50).optional(),
 });
 export type CreateRunBody = z.infer<typeof createRunBodySchema>;
 
@@ -110,6 +115,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
       );
     const runbook = parseRunbookObject(version.definition);
     const inputs = resolveInputs(runbook, body.inputs);
+    if (body.dependsOn?.length) await deps.admission?.checkDependencies(principal.tenantId, body.dependsOn);
     const now = deps.clock.now().toISOString();
     const run: Run = {
       runId: `run-${randomUUID()}`,
@@ -122,6 +128,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
       ...(body.ticket && { ticket: body.ticket }),
       ...(input.trigger && { trigger: input.trigger }),
       priority: body.priority,
+      ...(body.dependsOn?.length && { dependsOn: body.dependsOn }),
       ...(input.idempotencyKey && { idempotencyKey: input.idempotencyKey }),
       requestedBy: principal.subject,
       createdAt: now,
@@ -158,12 +165,20 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
         throw new ConflictError(`Idempotency-Key '${input.idempotencyKey}' was used with a different request`);
       const existing = await visibleRun(deps.runs, principal, stored.runId);
       // The first request may have stored the run and failed before starting it: start it now.
-      if (!existing.executionArn && !ended(existing.run.status)) await startRun(deps, existing.run);
+      if (!existing.executionArn && !ended(existing.run.status)) await admitOrStart(deps, existing.run);
       return { runId: existing.run.runId, status: existing.run.status, created: false };
     }
-    await startRun(deps, run);
-    return { runId: run.runId, status: run.status, created: true };
+    const admitted = await admitOrStart(deps, run);
+    const status = admitted === 'throttled' ? 'throttled' : admitted === 'failed' ? 'failed' : run.status;
+    return { runId: run.runId, status, created: true };
   };
+}
+
+/** Admission decides whether a stored run starts now, waits `throttled`, or waits on its dependencies. */
+async function admitOrStart(deps: Omit<RunDeps, 'callbacks'>, run: Run) {
+  if (deps.admission) return deps.admission.afterCreate(run);
+  await startRun(deps, run);
+  return 'started';
 }
 
 async function startRun(deps: Omit<RunDeps, 'callbacks'>, run: Run): Promise<void> {

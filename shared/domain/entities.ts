@@ -80,6 +80,14 @@ export const runSchema = z.strictObject({
   operatorRetry: z.strictObject({ stepId: z.string(), attempt: z.number().int().positive() }).optional(),
   error: errorInfoSchema.optional(),
   replayOf: z.string().optional(),
+  /** Runs of the same tenant that must succeed before this one starts. */
+  dependsOn: z.array(z.string()).optional(),
+  /** Set when admission let the run start: the active counters it holds until it ends. */
+  admission: z.strictObject({ at: iso, held: z.array(z.string()) }).optional(),
+  /** Raised when the run failed for good on a runbook that escalates failures. */
+  incident: z
+    .strictObject({ raisedAt: iso, acknowledgedAt: iso.optional(), acknowledgedBy: z.string().optional() })
+    .optional(),
 });
 export type Run = z.infer<typeof runSchema>;
 

@@ -4,6 +4,8 @@ import { canonicalJson, sha256Hex } from './canonical.js';
 export const EVENT_TYPES = [
   'run.created',
   'run.throttled',
+  'run.admitted',
+  'run.incident',
   'run.started',
   'run.paused',
   'run.resumed',

@@ -1,7 +1,8 @@
 import type { Role } from '../domain/entities.js';
+import * as admission from './admission-schemas.js';
 import * as api from './api-schemas.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'PATCH';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH';
 
 /**
  * The REST routes (brief: "Contracts"). Each names its handler module under
@@ -37,6 +38,76 @@ export type RouteAccess =
 
 const ANY_ROLE: readonly Role[] = ['viewer', 'operator', 'approver', 'admin'];
 const OPERATE: readonly Role[] = ['operator', 'admin'];
+const ADMIN: readonly Role[] = ['admin'];
+
+/** Quotas, limits and breakers (brief: "Admission"); each control change is logged with actor and reason. */
+const ADMISSION_ROUTES: readonly RouteSpec[] = [
+  {
+    method: 'GET',
+    path: '/v1/quotas',
+    handler: 'list-quotas',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: { summary: "The tenant's quotas", response: { status: 200, schema: admission.quotaListSchema } },
+  },
+  ...(['PUT', 'PATCH'] as const).map((method): RouteSpec => ({
+    method,
+    path: '/v1/quotas/{id}',
+    handler: method === 'PUT' ? 'put-quota' : 'patch-quota',
+    authorized: true,
+    roles: ADMIN,
+    schemas: {
+      summary: method === 'PUT' ? 'Set a quota on a runbook or on all (`*`)' : 'Change some fields of a quota',
+      params: admission.quotaPathSchema,
+      body: { schema: method === 'PUT' ? admission.quotaBodySchema : admission.quotaPatchSchema },
+      response: { status: 200, schema: admission.quotaViewSchema },
+    },
+  })),
+  {
+    method: 'GET',
+    path: '/v1/limits',
+    handler: 'list-limits',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: { summary: 'Paused and throttled sources', response: { status: 200, schema: admission.limitListSchema } },
+  },
+  ...(['pause', 'resume', 'throttle'] as const).map((action): RouteSpec => ({
+    method: 'POST',
+    path: `/v1/limits/${action}`,
+    handler: `${action}-source`,
+    authorized: true,
+    roles: OPERATE,
+    // Resuming a source admits its held runs at once.
+    ...(action === 'resume' && { access: ['start-runs' as const] }),
+    schemas: {
+      summary: `${action[0]?.toUpperCase()}${action.slice(1)} a source (a runbook or a trigger source)`,
+      body: { schema: action === 'throttle' ? admission.throttleBodySchema : admission.pauseBodySchema },
+      response: { status: 200, schema: admission.limitViewSchema },
+    },
+  })),
+  {
+    method: 'GET',
+    path: '/v1/breakers',
+    handler: 'list-breakers',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: { summary: "Runbooks' circuit breakers", response: { status: 200, schema: admission.breakerListSchema } },
+  },
+  {
+    method: 'POST',
+    path: '/v1/breakers/{runbook}/reset',
+    handler: 'reset-breaker',
+    authorized: true,
+    roles: OPERATE,
+    access: ['start-runs'],
+    schemas: {
+      summary: 'Close a breaker',
+      params: admission.breakerPathSchema,
+      body: { schema: admission.breakerResetBodySchema },
+      response: { status: 200, schema: admission.breakerStateSchema },
+    },
+  },
+];
 
 export const ROUTES: readonly RouteSpec[] = [
   {
@@ -339,4 +410,5 @@ export const ROUTES: readonly RouteSpec[] = [
       response: { status: 200, schema: api.binarySchema, contentType: 'application/gzip' },
     },
   },
+  ...ADMISSION_ROUTES,
 ];

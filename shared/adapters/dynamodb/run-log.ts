@@ -1,5 +1,6 @@
 import { type DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
+import { releasesOnEnd } from '../../app/ports/admission.js';
 import type { RunLog, RunRecord } from '../../app/ports/runs.js';
 import { runSchema } from '../../domain/entities.js';
 import { ConflictError, StaleWriteError } from '../../domain/errors.js';
@@ -107,6 +108,8 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: { state: stri
         const release = !runStateMachine.isTerminal(record.run.status) && runStateMachine.isTerminal(run.status);
         const freed = release ? ticketReleaseItem(state, run) : undefined;
         if (freed) items.push(freed);
+        // So do its admission slots and backlog place.
+        if (release) items.push(...releasesOnEnd(record.run, run).map((intent) => transactItemOf(state, intent)));
         try {
           await client.send(new TransactWriteCommand({ TransactItems: items }));
           const committed: RunRecord = { run, head, rollbackRequested, executionArn };

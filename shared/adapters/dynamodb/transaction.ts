@@ -3,6 +3,7 @@ import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { WriteIntent } from '../../app/ports/writes.js';
 import type { Approval } from '../../domain/entities.js';
 import { stepExecutionStateMachine } from '../../domain/statuses.js';
+import { admissionItemOf } from './admission-items.js';
 import { aggregateSk, approvalSk, executionSk, indexes, META, receiptKey, runKey } from './keys.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -25,6 +26,11 @@ export const approvalDueKey = (approval: Approval) => {
 /** The transaction item that carries out one write intent in the state table. */
 export function transactItemOf(table: string, intent: WriteIntent): TransactItem {
   switch (intent.kind) {
+    case 'takeCounter':
+    case 'addCounter':
+    case 'putCell':
+    case 'deleteCell':
+      return admissionItemOf(table, intent);
     case 'putExecution': {
       const { execution } = intent;
       return {

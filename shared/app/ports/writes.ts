@@ -1,6 +1,7 @@
 import type { Approval, StepExecution } from '../../domain/entities.js';
 import type { Aggregate, Receipt } from '../../domain/step-records.js';
 import type { StepExecutionStatus } from '../../domain/statuses.js';
+import type { AdmissionWrite } from './admission.js';
 
 type StepKind = 'step' | 'rollback';
 /** Which step attempt's aggregate a write counts into. */
@@ -42,7 +43,9 @@ export type WriteIntent =
       readonly kind: 'updateApproval';
       readonly approval: Approval;
       readonly was: Pick<Approval, 'status' | 'decisions'>;
-    };
+    }
+  /** Admission counters and cells (quotas, backlog, dependencies); see `./admission.ts`. */
+  | AdmissionWrite;
 
 const ref = (runId: string, stepKind: StepKind, stepId: string, attempt: number): AggregateRef => ({
   runId,

@@ -8,6 +8,7 @@ import { runStateMachine, stepExecutionStateMachine } from '../../../domain/stat
 import type { ApprovalStore } from '../approvals.js';
 import type { RunRecord, RunStore } from '../runs.js';
 import type { WriteIntent } from '../writes.js';
+import { applyAdmissionWrite, type CellMap, releasesOnEndOf } from './admission.js';
 
 interface StoredRun {
   record: RunRecord;
@@ -32,7 +33,10 @@ export function makeInMemoryStores(): {
   runs: RunStore;
   approvals: ApprovalStore;
   readonly requests: Map<string, number>;
+  /** Admission cells, shared with `makeInMemoryAdmissionStore`. */
+  readonly cells: CellMap;
 } {
+  const cells: CellMap = new Map();
   const runs = new Map<string, StoredRun>();
   const events = new Map<string, RunEvent[]>();
   const executions = new Map<string, StepExecution>();
@@ -60,9 +64,15 @@ export function makeInMemoryStores(): {
       aggregates: Map<string, Aggregate>;
       receipts: Map<string, Receipt>;
       approvals: Map<string, Approval>;
+      cells: CellMap;
     },
   ): boolean {
     switch (intent.kind) {
+      case 'takeCounter':
+      case 'addCounter':
+      case 'putCell':
+      case 'deleteCell':
+        return applyAdmissionWrite(intent, tx.cells);
       case 'putExecution':
         if (tx.executions.has(intent.execution.executionId)) return false;
         tx.executions.set(intent.execution.executionId, clone(intent.execution));
@@ -184,11 +194,14 @@ export function makeInMemoryStores(): {
           aggregates: new Map(aggregates),
           receipts: new Map(receipts),
           approvals: new Map(approvals),
+          cells: new Map(cells),
         };
+        const ending = !runStateMachine.isTerminal(record.run.status) && runStateMachine.isTerminal(run.status);
+        if (ending) for (const w of releasesOnEndOf(record.run, run)) applyAdmissionWrite(w, tx.cells);
         const refused = (change.writes ?? []).map((w) => (apply(w, tx) ? 'None' : 'ConditionalCheckFailed'));
         if (refused.includes('ConditionalCheckFailed')) throw new StaleWriteError(['None', ...refused]);
         for (const [name, map] of Object.entries(tx)) {
-          const target = { executions, aggregates, receipts, approvals }[name as keyof typeof tx] as Map<
+          const target = { executions, aggregates, receipts, approvals, cells }[name as keyof typeof tx] as Map<
             string,
             unknown
           >;
@@ -373,5 +386,5 @@ export function makeInMemoryStores(): {
     },
   };
 
-  return { runs: runStore, approvals: approvalStore, requests };
+  return { runs: runStore, approvals: approvalStore, requests, cells };
 }

@@ -1,0 +1,30 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { DynamoDBStreamEvent } from 'aws-lambda';
+import { admission } from './dependencies.js';
+
+const logger = new Logger({ serviceName: 'capstan-admitter' });
+const admit = admission();
+const ENDINGS = new Set(['run.succeeded', 'run.failed', 'run.cancelled']);
+
+/**
+ * The backlog admitter. On the event log's stream it acts when a run ends (freed capacity, and
+ * runs waiting on it); on its schedule it admits whatever time made eligible (windows, throttles,
+ * breaker cooldowns).
+ */
+export const handler = async (event: Partial<DynamoDBStreamEvent> | undefined): Promise<{ admitted: number }> => {
+  if (!event?.Records) return { admitted: await admit.admitBacklog() };
+  for (const record of event.Records) {
+    const image = record.dynamodb?.NewImage;
+    const type = image?.type?.S;
+    const runId = image?.runId?.S;
+    const tenantId = image?.tenantId?.S;
+    if (record.eventName !== 'INSERT' || !type || !ENDINGS.has(type) || !runId || !tenantId) continue;
+    try {
+      await admit.onRunEnded(runId, tenantId);
+    } catch (error) {
+      // The schedule's pass picks up what this one missed; the stream moves on.
+      logger.error('admission after a run ended failed', { runId, error: (error as Error).message });
+    }
+  }
+  return { admitted: 0 };
+};

@@ -1,0 +1,351 @@
+import { randomUUID } from 'node:crypto';
+import type { Json } from '../domain/canonical.js';
+import type { Run } from '../domain/entities.js';
+import { StaleWriteError, ValidationError } from '../domain/errors.js';
+import { weightedRoundRobin } from '../domain/admission/fairness.js';
+import { dependencyVerdict, findCycle } from '../domain/admission/dependencies.js';
+import { triggerSource } from '../domain/admission/limits.js';
+import { type AdmissionPlan, type LimitName, planAdmission, refusedBy } from '../domain/admission/plan.js';
+
+import { breakerStateSchema, closedBreaker, recordOutcome } from '../domain/admission/breaker.js';
+import { breakerCell, bucketCell, controlLogEntry, readControls } from './admission-controls.js';
+import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterCell } from './ports/admission.js';
+import type { RunStore } from './ports/runs.js';
+import type { Clock } from './ports.js';
+import type { RunStarter } from './runs.js';
+
+export interface AdmissionDeps {
+  readonly runs: RunStore;
+  readonly admission: AdmissionStore;
+  readonly starter: RunStarter;
+  readonly clock: Clock;
+  /** Counts a refusal (`quota_exceeded_total`). */
+  readonly refused?: (limit: LimitName, tenantId: string) => void;
+  /** A breaker opened, half-opened or closed (`circuit_breaker_state`, incidents). */
+  readonly breakerChanged?: (tenantId: string, runbookId: string, state: 'closed' | 'open' | 'half_open') => void;
+}
+
+/** What admission did with a run. */
+export type Admitted = 'started' | 'throttled' | 'waiting' | 'failed' | 'unchanged';
+
+const asJson = (value: object) => JSON.parse(JSON.stringify(value)) as { [key: string]: Json };
+
+/** The writes that take what a plan says a run takes. */
+function takes(run: Run, plan: Extract<AdmissionPlan, { admit: true }>): AdmissionWrite[] {
+  const tenantId = run.tenantId;
+  return [
+    ...plan.counters.map((c): AdmissionWrite => ({
+      kind: 'takeCounter',
+      tenantId,
+      name: c.name,
+      max: c.max,
+      ...(c.expiresAt && { expiresAt: c.expiresAt }),
+    })),
+    ...plan.buckets.map((b): AdmissionWrite => ({
+      kind: 'putCell',
+      tenantId,
+      name: bucketCell(b.name),
+      value: { tokens: b.now.tokens, at: b.now.at },
+      expect: { field: 'at', equals: b.was?.at },
+    })),
+    ...(plan.probe
+      ? [
+          {
+            kind: 'putCell',
+            tenantId,
+            name: breakerCell(run.runbookId),
+            value: asJson(plan.probe.next),
+            expect: { field: 'updatedAt', equals: plan.probe.was.updatedAt },
+          } satisfies AdmissionWrite,
+        ]
+      : []),
+  ];
+}
+
+export function makeAdmission(deps: AdmissionDeps) {
+  async function start(run: Run): Promise<void> {
+    const executionArn = await deps.starter.start(run);
+    await deps.runs.mutate(run.runId, (record) =>
+      record.executionArn === executionArn ? undefined : { events: [], executionArn },
+    );
+  }
+
+  /** Holds a fresh run back: `throttled`, with the limit and when it may try again, and a backlog place. */
+  async function hold(run: Run, limit: LimitName, nextEligibleAt: string, source?: string): Promise<void> {
+    deps.refused?.(limit, run.tenantId);
+    const now = deps.clock.now().toISOString();
+    await deps.admission.markBacklog(run.tenantId, now);
+    await deps.runs.mutate(run.runId, (record) =>
+      record.run.status !== 'queued' || record.run.admission
+        ? undefined
+        : {
+            run: { status: 'throttled', nextEligibleAt, updatedAt: now },
+            events: [
+              {
+                eventId: randomUUID(),
+                type: 'run.throttled',
+                timestamp: now,
+                payload: { limit, nextEligibleAt, ...(source && { source }) },
+                meta: {},
+              },
+            ],
+            writes: [
+              {
+                kind: 'putCell',
+                tenantId: run.tenantId,
+                name: backlogCell(record.run),
+                value: { runId: run.runId, runbookId: run.runbookId, source: triggerSource(run.trigger) },
+              },
+            ],
+          },
+    );
+  }
+
+  /**
+   * Admits a run that is fresh (`queued`, never admitted) or `throttled`: takes its counters with
+   * conditions in the same transaction as its status change and `run.admitted`, then starts it.
+   * A refused condition leaves a fresh run `throttled`, and a throttled one where it is.
+   */
+  async function admit(run: Run, attempt = 0): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
+    const now = deps.clock.now();
+    const controls = await readControls(deps.admission, run.tenantId);
+    const plan = planAdmission(
+      { runId: run.runId, runbookId: run.runbookId, priority: run.priority, source: triggerSource(run.trigger) },
+      controls,
+      now,
+    );
+    if (!plan.admit) {
+      if (run.status === 'queued') await hold(run, plan.limit, plan.nextEligibleAt, plan.source);
+      return { outcome: run.status === 'queued' ? 'throttled' : 'unchanged', limit: plan.limit, source: plan.source };
+    }
+    const writes = takes(run, plan);
+    // Nothing to count and nothing held back: the run starts as it is, without a write.
+    if (writes.length === 0 && run.status === 'queued') {
+      await start(run);
+      return { outcome: 'started' };
+    }
+    const iso = now.toISOString();
+    const held = plan.counters.filter((c) => c.held).map((c) => c.name);
+    try {
+      const committed = await deps.runs.mutate(run.runId, (record) => {
+        const fresh = record.run.status === 'queued' && !record.run.admission;
+        if (!fresh && record.run.status !== 'throttled') return undefined;
+        return {
+          run: { status: 'queued', admission: { at: iso, held }, nextEligibleAt: undefined, updatedAt: iso },
+          events: [
+            {
+              eventId: randomUUID(),
+              type: 'run.admitted',
+              timestamp: iso,
+              payload: { waitedMs: now.getTime() - Date.parse(record.run.createdAt), held },
+              meta: {},
+            },
+          ],
+          writes: [
+            ...writes,
+            ...(record.run.status === 'throttled'
+              ? [
+                  {
+                    kind: 'deleteCell',
+                    tenantId: run.tenantId,
+                    name: backlogCell(record.run),
+                    mustExist: true,
+                  } satisfies AdmissionWrite,
+                ]
+              : []),
+          ],
+        };
+      });
+      if (!committed) return { outcome: 'unchanged' };
+      await start(committed.record.run);
+      return { outcome: 'started' };
+    } catch (error) {
+      if (!(error instanceof StaleWriteError)) throw error;
+      const refusal = await whichRefused(run, plan, now);
+      // Another admission took the bucket's token as read: decide again on what it left.
+      if (refusal.limit === 'burst' && attempt < 10) return admit(run, attempt + 1);
+      if (run.status === 'queued') await hold(run, refusal.limit, refusal.nextEligibleAt, refusal.source);
+      else deps.refused?.(refusal.limit, run.tenantId);
+      return { outcome: run.status === 'queued' ? 'throttled' : 'unchanged', ...refusal };
+    }
+  }
+
+  /** Which counter refused: the first found full; a token or probe raced away otherwise. */
+  async function whichRefused(run: Run, plan: Extract<AdmissionPlan, { admit: true }>, now: Date) {
+    const cells = await deps.admission.cells(run.tenantId, '');
+    const value = new Map(cells.map((c) => [c.name, c.n ?? 0]));
+    const full = plan.counters.find((c) => (value.get(c.name) ?? 0) >= c.max);
+    if (full) return { ...refusedBy(full, now), source: full.name.split('#')[1] };
+    const recheck = new Date(now.getTime() + 1_000).toISOString();
+    return {
+      limit: plan.probe ? ('breaker' as const) : ('burst' as const),
+      nextEligibleAt: recheck,
+      source: plan.probe ? run.runbookId : undefined,
+    };
+  }
+
+  /**
+   * After a run is stored: a run with dependencies waits for them (or fails at once when one
+   * failed); any other is admitted or held.
+   */
+  async function afterCreate(run: Run): Promise<Admitted> {
+    if (run.dependsOn && run.dependsOn.length > 0) {
+      await deps.admission.commit(
+        run.dependsOn.map((d) => ({
+          kind: 'putCell',
+          tenantId: run.tenantId,
+          name: waiterCell(d, run.runId),
+          value: { runId: run.runId },
+        })),
+      );
+      return settleDependencies(run.runId);
+    }
+    return (await admit(run)).outcome;
+  }
+
+  /** Looks at a waiting run's dependencies: admits it, fails it, or leaves it waiting. */
+  async function settleDependencies(runId: string): Promise<Admitted> {
+    const record = await deps.runs.load(runId);
+    if (!record || record.run.status !== 'queued' || record.run.admission) return 'unchanged';
+    const { run } = record;
+    const statuses = new Map<string, string>();
+    for (const id of run.dependsOn ?? []) statuses.set(id, (await deps.runs.load(id))?.run.status ?? 'failed');
+    const verdict = dependencyVerdict(statuses);
+    if (verdict.kind === 'wait') return 'waiting';
+    const clear = (run.dependsOn ?? []).map((d): AdmissionWrite => ({
+      kind: 'deleteCell',
+      tenantId: run.tenantId,
+      name: waiterCell(d, runId),
+      mustExist: false,
+    }));
+    if (verdict.kind === 'ready') {
+      await deps.admission.commit(clear);
+      return (await admit(run)).outcome;
+    }
+    const now = deps.clock.now().toISOString();
+    const error = {
+      code: 'DEPENDENCY_FAILED',
+      message: `dependency ${verdict.failed} ended ${verdict.status}`,
+    };
+    await deps.runs.mutate(runId, (current) =>
+      current.run.status !== 'queued' || current.run.admission
+        ? undefined
+        : {
+            run: { status: 'failed', error, endedAt: now, updatedAt: now },
+            events: [
+              {
+                eventId: randomUUID(),
+                type: 'run.failed',
+                timestamp: now,
+                payload: { error, dependency: verdict.failed },
+                meta: {},
+              },
+            ],
+            writes: clear,
+          },
+    );
+    return 'failed';
+  }
+
+  /**
+   * Admits throttled runs, tenant by tenant in weighted round-robin, each tenant's backlog in
+   * priority then age order. A refusal on a scope skips that scope's other runs in this pass.
+   */
+  async function admitBacklog(only?: string, weightOf?: (tenantId: string) => number): Promise<number> {
+    const noted = await deps.admission.backlogTenants();
+    const tenants = only === undefined ? noted : noted.filter((t) => t.tenantId === only);
+    const backlogs = new Map<string, Array<{ tenantId: string; runId: string; runbookId: string; source: string }>>();
+    for (const { tenantId, at } of tenants) {
+      const cells = await deps.admission.cells(tenantId, BACKLOG, 200);
+      if (cells.length === 0) await deps.admission.clearBacklog(tenantId, at);
+      else
+        backlogs.set(
+          tenantId,
+          cells.map((c) => ({
+            tenantId,
+            runId: String(c.value.runId),
+            runbookId: String(c.value.runbookId),
+            source: String(c.value.source),
+          })),
+        );
+    }
+    const blocked = new Set<string>();
+    let admitted = 0;
+    for (const entry of weightedRoundRobin(backlogs, weightOf)) {
+      const scopes = [
+        `${entry.tenantId}|*`,
+        `${entry.tenantId}|${entry.runbookId}`,
+        `${entry.tenantId}|${entry.source}`,
+      ];
+      if (scopes.some((s) => blocked.has(s))) continue;
+      const record = await deps.runs.load(entry.runId);
+      if (!record || record.run.status !== 'throttled') continue;
+      const result = await admit(record.run);
+      if (result.outcome === 'started') admitted++;
+      else if (result.limit !== undefined) blocked.add(`${entry.tenantId}|${result.source ?? '*'}`);
+    }
+    return admitted;
+  }
+
+  /** Counts an ended run in its runbook's breaker; an opening is logged as a control change. */
+  async function countOutcome(runbookId: string, tenantId: string, succeeded: boolean): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const now = deps.clock.now();
+      const [cell] = await deps.admission.cells(tenantId, breakerCell(runbookId));
+      const was = cell ? breakerStateSchema.parse(cell.value) : undefined;
+      const { next, change } = recordOutcome(was ?? closedBreaker(runbookId, now), succeeded, now);
+      try {
+        await deps.admission.commit([
+          {
+            kind: 'putCell',
+            tenantId,
+            name: breakerCell(runbookId),
+            value: asJson(next),
+            expect: was ? { field: 'updatedAt', equals: was.updatedAt } : 'absent',
+          },
+          ...(change
+            ? [controlLogEntry(tenantId, now.toISOString(), `breaker.${change}`, 'capstan', { runbookId })]
+            : []),
+        ]);
+        if (change) deps.breakerChanged?.(tenantId, runbookId, next.state);
+        return;
+      } catch (error) {
+        if (!(error instanceof StaleWriteError)) throw error;
+      }
+    }
+  }
+
+  /** A run ended: its breaker counts it, its dependents may go, and its freed capacity goes to the backlog. */
+  async function onRunEnded(runId: string, tenantId: string): Promise<void> {
+    const ended = await deps.runs.load(runId);
+    if (ended && ended.run.status !== 'cancelled' && ended.run.error?.code !== 'DEPENDENCY_FAILED')
+      await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded');
+    const waiters = await deps.admission.cells(tenantId, waiterCell(runId, ''));
+    for (const waiter of waiters) await settleDependencies(String(waiter.value.runId));
+    await admitBacklog(tenantId);
+  }
+
+  /**
+   * Checks a new run's `dependsOn`: every id a run of the same tenant, and no cycle through them.
+   * Throws `ValidationError` (400) otherwise.
+   */
+  async function checkDependencies(tenantId: string, dependsOn: readonly string[]): Promise<void> {
+    const graph = new Map<string, readonly string[]>([['(new run)', dependsOn]]);
+    for (const id of dependsOn) {
+      const record = await deps.runs.load(id);
+      if (!record || record.run.tenantId !== tenantId)
+        throw new ValidationError(`dependsOn names an unknown run '${id}'`, [
+          { path: 'dependsOn', message: `unknown run '${id}'` },
+        ]);
+      graph.set(id, record.run.dependsOn ?? []);
+    }
+    const cycle = findCycle(graph);
+    if (cycle)
+      throw new ValidationError(`dependsOn makes a cycle: ${cycle.join(' -> ')}`, [
+        { path: 'dependsOn', message: 'cycle' },
+      ]);
+  }
+
+  return { admit, afterCreate, admitBacklog, onRunEnded, settleDependencies, checkDependencies };
+}
+export type Admission = ReturnType<typeof makeAdmission>;

@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+/** Defaults of seed 004 section 4.4: open at 50% failures over at least 10 runs. */
+export const BREAKER_DEFAULTS = { threshold: 0.5, minRuns: 10, window: 20, cooldownMs: 60_000 } as const;
+export type BreakerSettings = { threshold: number; minRuns: number; window: number; cooldownMs: number };
+
+export const breakerStateSchema = z.strictObject({
+  runbookId: z.string(),
+  state: z.enum(['closed', 'open', 'half_open']),
+  /** The latest outcomes, newest last, true for a success; at most `window`. */
+  outcomes: z.array(z.boolean()),
+  openedAt: z.iso.datetime().optional(),
+  /** Until when an open breaker refuses runs; after it, one run goes through (half-open). */
+  openUntil: z.string().default(''),
+  /** The run let through while half-open. */
+  probeRunId: z.string().optional(),
+  updatedAt: z.iso.datetime(),
+});
+export type BreakerState = z.infer<typeof breakerStateSchema>;
+
+export const closedBreaker = (runbookId: string, now: Date): BreakerState => ({
+  runbookId,
+  state: 'closed',
+  outcomes: [],
+  openUntil: '',
+  updatedAt: now.toISOString(),
+});
+
+/** A transition worth an event: the breaker opened, half-opened or closed. */
+export type BreakerChange = 'opened' | 'half_opened' | 'closed' | undefined;
+
+/**
+ * Records a run's outcome. Closed: opens when the failure rate over the window reaches the
+ * threshold with at least `minRuns` outcomes. Half-open: the probe's success closes, its failure
+ * re-opens for another cooldown.
+ */
+export function recordOutcome(
+  breaker: BreakerState,
+  succeeded: boolean,
+  now: Date,
+  settings: BreakerSettings = BREAKER_DEFAULTS,
+): { next: BreakerState; change: BreakerChange } {
+  const iso = now.toISOString();
+  const reopen = (): BreakerState => ({
+    ...breaker,
+    state: 'open',
+    outcomes: [],
+    openedAt: iso,
+    openUntil: new Date(now.getTime() + settings.cooldownMs).toISOString(),
+    updatedAt: iso,
+  });
+  if (breaker.state !== 'closed') {
+    if (succeeded) return { next: { ...closedBreaker(breaker.runbookId, now) }, change: 'closed' };
+    return { next: reopen(), change: 'opened' };
+  }
+  const outcomes = [...breaker.outcomes, succeeded].slice(-settings.window);
+  const failures = outcomes.filter((ok) => !ok).length;
+  if (outcomes.length >= settings.minRuns && failures / outcomes.length >= settings.threshold)
+    return { next: reopen(), change: 'opened' };
+  return { next: { ...breaker, outcomes, updatedAt: iso }, change: undefined };
+}
+
+/** An open breaker whose cooldown passed lets one run through: it becomes half-open. */
+export function admitThrough(breaker: BreakerState, runId: string, now: Date): BreakerState | undefined {
+  if (breaker.state === 'open' && breaker.openUntil <= now.toISOString())
+    return { ...breaker, state: 'half_open', probeRunId: runId, updatedAt: now.toISOString() };
+  return undefined;
+}
+
+/** The gauge value of `circuit_breaker_state`: 0 closed, 1 half-open, 2 open. */
+export const breakerGauge = (state: BreakerState['state']) => (state === 'closed' ? 0 : state === 'half_open' ? 1 : 2);

@@ -1,0 +1,164 @@
+import { describe, expect, it } from 'vitest';
+import { closedBreaker, recordOutcome } from '../../../../shared/domain/admission/breaker.js';
+import { dependencyVerdict, findCycle } from '../../../../shared/domain/admission/dependencies.js';
+import { weightedRoundRobin } from '../../../../shared/domain/admission/fairness.js';
+import type { Limit } from '../../../../shared/domain/admission/limits.js';
+import { type Controls, planAdmission } from '../../../../shared/domain/admission/plan.js';
+import type { Quota } from '../../../../shared/domain/admission/quotas.js';
+
+const now = new Date('2030-01-01T10:20:30.000Z');
+const quota = (fields: Partial<Quota>): Quota => ({
+  runbook: 'rb',
+  tenantId: 't',
+  updatedAt: now.toISOString(),
+  updatedBy: 'admin',
+  ...fields,
+});
+const controls = (fields: Partial<Controls> = {}): Controls => ({
+  quotas: [],
+  limits: [],
+  breakers: new Map(),
+  buckets: new Map(),
+  ...fields,
+});
+const candidate = { runId: 'run-1', runbookId: 'rb', priority: 'normal' as const, source: 'api' };
+
+describe('admission planning', () => {
+  it('takes nothing when no control applies', () => {
+    expect(planAdmission(candidate, controls(), now)).toEqual({ admit: true, counters: [], buckets: [] });
+  });
+
+  it('takes the active counter of the runbook and of the tenant-wide quota', () => {
+    const plan = planAdmission(
+      candidate,
+      controls({ quotas: [quota({ maxActive: 3 }), quota({ runbook: '*', maxActive: 10 })] }),
+      now,
+    );
+    expect(plan.admit && plan.counters.map((c) => [c.name, c.max, c.held])).toEqual([
+      ['active#rb', 3, true],
+      ['active#*', 10, true],
+    ]);
+  });
+
+  it('counts an emergency run against its own allowance, not the normal one', () => {
+    const plan = planAdmission(
+      { ...candidate, priority: 'emergency' },
+      controls({ quotas: [quota({ maxActive: 1, emergency: { maxActive: 2 } })] }),
+      now,
+    );
+    expect(plan.admit && plan.counters.map((c) => c.name)).toEqual(['emergency#rb']);
+  });
+
+  it('takes the hour window counter, expiring at the next hour', () => {
+    const plan = planAdmission(candidate, controls({ quotas: [quota({ maxPerHour: 5 })] }), now);
+    expect(plan.admit && plan.counters).toEqual([
+      { name: 'hour#rb#2030-01-01T10:00:00.000Z', max: 5, expiresAt: '2030-01-01T11:00:00.000Z', held: false },
+    ]);
+  });
+
+  it('refuses with `burst` when the bucket is empty, and says when a token comes back', () => {
+    const buckets = new Map([['bucket#rb', { tokens: 0, at: now.toISOString() }]]);
+    const plan = planAdmission(candidate, controls({ quotas: [quota({ burst: 4, maxPerHour: 3600 })], buckets }), now);
+    expect(plan).toEqual({
+      admit: false,
+      limit: 'burst',
+      source: 'rb',
+      nextEligibleAt: new Date(now.getTime() + 1000).toISOString(),
+    });
+  });
+
+  it('holds a paused source, and throttles a source by a minute window', () => {
+    const pause: Limit = { kind: 'pause', tenantId: 't', source: 'rb', reason: 'r', by: 'op', at: now.toISOString() };
+    expect(planAdmission(candidate, controls({ limits: [pause] }), now)).toMatchObject({
+      admit: false,
+      limit: 'paused',
+    });
+    const throttle: Limit = {
+      kind: 'throttle',
+      tenantId: 't',
+      source: 'api',
+      maxPerMinute: 6,
+      until: '2030-01-01T11:00:00.000Z',
+      reason: 'r',
+      by: 'op',
+      at: now.toISOString(),
+    };
+    const plan = planAdmission(candidate, controls({ limits: [throttle] }), now);
+    expect(plan.admit && plan.counters.map((c) => [c.name, c.max])).toEqual([['rate#api#2030-01-01T10:20:00.000Z', 6]]);
+  });
+});
+
+describe('circuit breakers', () => {
+  it('opens at 6 failures in 10 runs, half-opens after the cooldown, and closes on a success', () => {
+    let breaker = closedBreaker('rb', now);
+    const changes = [];
+    for (const ok of [true, false, true, false, true, false, true, false, false, false]) {
+      const step = recordOutcome(breaker, ok, now);
+      breaker = step.next;
+      changes.push(step.change);
+    }
+    expect(changes.filter(Boolean)).toEqual(['opened']);
+    expect(breaker.state).toBe('open');
+    const later = new Date(now.getTime() + 61_000);
+    const plan = planAdmission(candidate, controls({ breakers: new Map([['rb', breaker]]) }), later);
+    expect(plan.admit && plan.probe?.next.state).toBe('half_open');
+    expect(recordOutcome({ ...breaker, state: 'half_open' }, true, later).change).toBe('closed');
+    expect(recordOutcome({ ...breaker, state: 'half_open' }, false, later).next.state).toBe('open');
+  });
+
+  it('stays closed under 10 runs whatever their outcome', () => {
+    let breaker = closedBreaker('rb', now);
+    for (let i = 0; i < 9; i++) breaker = recordOutcome(breaker, false, now).next;
+    expect(breaker.state).toBe('closed');
+  });
+});
+
+describe('fairness and dependencies', () => {
+  it('interleaves tenants round-robin by weight', () => {
+    const order = weightedRoundRobin(
+      new Map([
+        ['a', ['a1', 'a2', 'a3', 'a4']],
+        ['b', ['b1', 'b2']],
+      ]),
+      (t) => (t === 'a' ? 2 : 1),
+    );
+    expect(order).toEqual(['a1', 'a2', 'b1', 'a3', 'a4', 'b2']);
+  });
+
+  it('waits, goes, or fails on the first dependency that did not succeed', () => {
+    expect(dependencyVerdict(new Map([['x', 'running']]))).toEqual({ kind: 'wait', waitingOn: ['x'] });
+    expect(dependencyVerdict(new Map([['x', 'succeeded']]))).toEqual({ kind: 'ready' });
+    expect(
+      dependencyVerdict(
+        new Map([
+          ['x', 'succeeded'],
+          ['y', 'failed'],
+        ]),
+      ),
+    ).toEqual({
+      kind: 'fail',
+      failed: 'y',
+      status: 'failed',
+    });
+  });
+
+  it('finds a cycle and none in a chain', () => {
+    expect(
+      findCycle(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', []],
+        ]),
+      ),
+    ).toBeUndefined();
+    expect(
+      findCycle(
+        new Map([
+          ['a', ['b']],
+          ['b', ['a']],
+        ]),
+      ),
+    ).toEqual(['a', 'b', 'a']);
+  });
+});
