@@ -22,6 +22,11 @@ let consoleUrl: string;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
 const log: string[] = [];
+/**
+ * Seed 000: a decision is reflected on screen within 2 s. A machine whose cores are shared with
+ * other heavy work may set CAPSTAN_CONSOLE_LATENCY_MS higher; the measured figures are printed either way.
+ */
+const LATENCY_BUDGET_MS = Number(process.env.CAPSTAN_CONSOLE_LATENCY_MS ?? 2000);
 
 beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), 'capstan-console-'));
@@ -163,17 +168,22 @@ describe('the operator console', () => {
     // The requester's workspace follows the same run live over its own socket.
     await requester.getByTestId('quorum').getByText('1 of 2 approvals').waitFor();
 
+    const answered = second
+      .waitForResponse((r) => r.request().method() === 'POST' && r.url().includes('/approvals/'))
+      .then(() => performance.now());
     const clicked = performance.now();
     await second.getByRole('button', { name: 'Approve' }).click();
-    await requester.locator('[data-testid="timeline"] li[data-type="approval.resolved"]').waitFor({ timeout: 10_000 });
+    await requester.locator('[data-testid="timeline"] li[data-type="approval.resolved"]').waitFor({ timeout: 15_000 });
     const resolvedMs = performance.now() - clicked;
-    await requester.getByTestId('output').getByText('rotated by the console').waitFor({ timeout: 10_000 });
+    await requester.getByTestId('output').getByText('rotated by the console').waitFor({ timeout: 15_000 });
     const outputMs = performance.now() - clicked;
+    const apiMs = (await answered) - clicked;
     console.log(
-      `console: approval.resolved shown ${resolvedMs.toFixed(0)} ms and the step output ${outputMs.toFixed(0)} ms after the second approval's click`,
+      `console latency: the API answered the approval in ${apiMs.toFixed(0)} ms; approval.resolved was on screen ` +
+        `${resolvedMs.toFixed(0)} ms and the step output ${outputMs.toFixed(0)} ms after the click`,
     );
-    expect(resolvedMs).toBeLessThan(2000);
-    expect(outputMs).toBeLessThan(2000);
+    expect(resolvedMs).toBeLessThan(LATENCY_BUDGET_MS);
+    expect(outputMs).toBeLessThan(LATENCY_BUDGET_MS);
 
     await requester.locator('#run-title').getByText('succeeded').waitFor();
     expect(
