@@ -41,6 +41,8 @@ export const deploymentConfigSchema = z.strictObject({
     .default('capstan'),
   /** A JSON policy document (docs/policy.md), checked at synth; the built-in default when empty. */
   policyFile: z.string().default(''),
+  /** The operator console's OIDC client id at `jwtIssuer` (a public client: code + PKCE, no secret). */
+  consoleClientId: z.string().min(1).default('capstan-console'),
   /** A Slack-compatible incoming webhook for approval requests and escalations; none when empty. */
   notifyWebhookUrl: z.union([z.url(), z.literal('')]).default(''),
 });
@@ -60,6 +62,7 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
     'secretPrefix',
     'policyFile',
     'notifyWebhookUrl',
+    'consoleClientId',
   ] as const;
   const raw: Record<string, unknown> = {};
   for (const key of keys) {

@@ -1,4 +1,4 @@
-import { Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { RestApi as ApiGatewayRestApi } from 'aws-cdk-lib/aws-apigateway';
 import type { WebSocketApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Table } from 'aws-cdk-lib/aws-dynamodb';
@@ -8,9 +8,11 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import { ensureConsoleBuilt } from '../console/build.js';
 import { ROUTES } from '../shared/resources/routes.js';
 import type { TableKey } from '../shared/resources/tables.js';
 import { type DeploymentConfig, policyText } from './config.js';
+import { Console } from './constructs/console.js';
 import { LiveStream } from './constructs/live-stream.js';
 import { Operations } from './constructs/operations.js';
 import { Reconciler } from './constructs/reconciler.js';
@@ -33,6 +35,7 @@ export interface StatelessStackProps extends StackProps {
 /** What computes: the run interpreter, the APIs, the reconciler, ticket intake, the workers, alarms. */
 export class StatelessStack extends Stack {
   public readonly restApi: ApiGatewayRestApi;
+  public readonly console: Console;
   public readonly webSocketApi: WebSocketApi;
   public readonly stateMachine: StateMachine;
   public readonly cluster: Cluster;
@@ -122,6 +125,15 @@ export class StatelessStack extends Stack {
       functions,
       alarmOnErrorsOf: ['plan', 'dispatch', 'reconciler', 'broadcaster'],
     });
+
+    this.console = new Console(this, 'Console', {
+      assetDir: ensureConsoleBuilt(),
+      restApi: restApi.api,
+      webSocketUrl: liveStream.stage.url,
+      issuer: config.jwtIssuer,
+      clientId: config.consoleClientId,
+    });
+    new CfnOutput(this, 'ConsoleUrl', { value: this.console.url, description: 'The operator console' });
 
     this.stateMachine = runInterpreter.stateMachine;
     this.restApi = restApi.api;
