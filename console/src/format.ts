@@ -83,7 +83,9 @@ export function reasonInWords(run: RunDetail): string | undefined {
   if (waiting.kind === 'approval')
     return `Waiting for approval of step ${waiting.stepId} (${waiting.proposedAction}): ${waiting.approvals} of ${waiting.requiredApprovals} approvals, due by ${new Date(waiting.slaDeadline).toLocaleString()}.`;
   if (waiting.kind === 'operator') {
-    const rejectedBy = waiting.rejected?.decisions.filter((d) => d.decision === 'reject').map((d) => d.approver) ?? [];
+    const rejectedBy = (waiting.rejected?.decisions ?? [])
+      .filter((d) => d.decision === 'reject' && !waiting.reason.includes(d.approver))
+      .map((d) => d.approver);
     return `Paused for an operator${waiting.stepId ? ` at step ${waiting.stepId}` : ''}: ${waiting.reason}${
       rejectedBy.length > 0 ? ` (rejected by ${rejectedBy.join(', ')})` : ''
     }. Resume it with retry, rollback or cancel.`;

@@ -237,6 +237,7 @@ describe('the operator console', () => {
     await operator
       .getByTestId('reason')
       .getByText(/rejected by adam\.approver/)
+      .first()
       .waitFor();
     await operator.getByRole('button', { name: 'Resume: rollback' }).click();
     const dialog = operator.getByRole('dialog', { name: 'Resume: rollback' });
