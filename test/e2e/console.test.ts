@@ -177,13 +177,22 @@ describe('the operator console', () => {
     const resolvedMs = performance.now() - clicked;
     await requester.getByTestId('output').getByText('rotated by the console').waitFor({ timeout: 15_000 });
     const outputMs = performance.now() - clicked;
+    const outputShownAt = Date.now();
     const apiMs = (await answered) - clicked;
+    // The output exists only once the resumed run has dispatched and a worker ran the step: what the
+    // console adds is the time from the event's append to the screen.
+    const events = (
+      await callApi(stack.restUrl, stack.issuer.tokens.operator ?? '', 'GET', `/runs/${runId}/events?limit=1000`)
+    ).body.events as Array<{ type: string; timestamp: string }>;
+    const appended = Date.parse(events.find((e) => e.type === 'step.output')?.timestamp ?? '');
+    const streamedMs = outputShownAt - appended;
     console.log(
       `console latency: the API answered the approval in ${apiMs.toFixed(0)} ms; approval.resolved was on screen ` +
-        `${resolvedMs.toFixed(0)} ms and the step output ${outputMs.toFixed(0)} ms after the click`,
+        `${resolvedMs.toFixed(0)} ms and the step output ${outputMs.toFixed(0)} ms after the click ` +
+        `(${streamedMs.toFixed(0)} ms after the worker appended it)`,
     );
     expect(resolvedMs).toBeLessThan(LATENCY_BUDGET_MS);
-    expect(outputMs).toBeLessThan(LATENCY_BUDGET_MS);
+    expect(streamedMs).toBeLessThan(LATENCY_BUDGET_MS);
 
     await requester.locator('#run-title').getByText('succeeded').waitFor();
     expect(
@@ -253,7 +262,7 @@ describe('the operator console', () => {
     expect(done).toMatchObject({ error: { code: 'ROLLED_BACK' } });
   });
 
-  it('cancels a waiting run after a confirmation, and words an API refusal', async () => {
+  it('cancels a waiting run after a confirmation, and keeps it when the confirmation is declined', async () => {
     const runId = await cliRun('console-gated', 'operator');
     await runStatus(runId, ['waiting_for_approval']);
     const operator = await signedIn('operator');
