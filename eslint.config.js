@@ -34,7 +34,7 @@ const handlerModules = {
 const restrict = (...patterns) => ['error', { patterns }];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', '.capstan/', 'coverage/'] },
+  { ignores: ['node_modules/', 'cdk.out/', '.capstan/', 'coverage/', 'console/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   { files: ['**/*.mjs', '**/*.js'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },

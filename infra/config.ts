@@ -46,6 +46,8 @@ export const deploymentConfigSchema = z.strictObject({
   routesFile: z.string().default(''),
   /** The runbooks the deployment registers: a routing rule must name one of them. */
   runbooksDir: z.string().default('examples/runbooks'),
+  /** The operator console's OIDC client id at `jwtIssuer` (a public client: code + PKCE, no secret). */
+  consoleClientId: z.string().min(1).default('capstan-console'),
   /** A Slack-compatible incoming webhook for approval requests and escalations; none when empty. */
   notifyWebhookUrl: z.union([z.url(), z.literal('')]).default(''),
 });
@@ -67,6 +69,7 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
     'routesFile',
     'runbooksDir',
     'notifyWebhookUrl',
+    'consoleClientId',
   ] as const;
   const raw: Record<string, unknown> = {};
   for (const key of keys) {

@@ -1,4 +1,4 @@
-import { Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { RestApi as ApiGatewayRestApi } from 'aws-cdk-lib/aws-apigateway';
 import type { WebSocketApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Table } from 'aws-cdk-lib/aws-dynamodb';
@@ -8,10 +8,12 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import { ensureConsoleBuilt } from '../console/build.js';
 import { ROUTES } from '../shared/resources/routes.js';
 import type { TableKey } from '../shared/resources/tables.js';
 import { type DeploymentConfig, policyText, routesText } from './config.js';
 import { Admitter } from './constructs/admitter.js';
+import { Console } from './constructs/console.js';
 import { LifecyclePublisher } from './constructs/lifecycle-publisher.js';
 import { LiveStream } from './constructs/live-stream.js';
 import { Operations } from './constructs/operations.js';
@@ -35,6 +37,7 @@ export interface StatelessStackProps extends StackProps {
 /** What computes: the run interpreter, the APIs, the reconciler, ticket intake, the workers, alarms. */
 export class StatelessStack extends Stack {
   public readonly restApi: ApiGatewayRestApi;
+  public readonly console: Console;
   public readonly webSocketApi: WebSocketApi;
   public readonly stateMachine: StateMachine;
   public readonly cluster: Cluster;
@@ -134,6 +137,15 @@ export class StatelessStack extends Stack {
       functions,
       alarmOnErrorsOf: ['plan', 'dispatch', 'reconciler', 'broadcaster'],
     });
+
+    this.console = new Console(this, 'Console', {
+      assetDir: ensureConsoleBuilt(),
+      restApi: restApi.api,
+      webSocketUrl: liveStream.stage.url,
+      issuer: config.jwtIssuer,
+      clientId: config.consoleClientId,
+    });
+    new CfnOutput(this, 'ConsoleUrl', { value: this.console.url, description: 'The operator console' });
 
     this.stateMachine = runInterpreter.stateMachine;
     this.restApi = restApi.api;

@@ -8,6 +8,7 @@ import type {
 } from 'aws-lambda';
 import { ROUTES, type RouteSpec } from '../shared/resources/routes.js';
 import { bindHost } from './bind-host.js';
+import { type ConsoleFiles, serveConsole } from './console-files.js';
 import { decodeSegment, sendError, sendJson } from './http-reply.js';
 import { WebSocketGateway } from './websocket.js';
 
@@ -21,6 +22,8 @@ export interface GatewayOptions {
   readonly staticJson: Readonly<Record<string, unknown>>;
   /** Invokes the WebSocket route functions in-process. */
   readonly invoke: (functionName: string, event: unknown) => Promise<unknown>;
+  /** The operator console, served at `/` (its static files; `/v1` and `/ws` stay the API's). */
+  readonly console?: ConsoleFiles;
   readonly log?: (line: string) => void;
 }
 
@@ -108,6 +111,13 @@ export function startGateway(options: GatewayOptions): Promise<Gateway> {
       if (webSocket.handleManagement(req, res, url.pathname, body)) return;
       const staticBody = req.method === 'GET' ? options.staticJson[url.pathname] : undefined;
       if (staticBody !== undefined) return sendJson(res, 200, staticBody);
+      if (
+        options.console &&
+        req.method === 'GET' &&
+        !url.pathname.startsWith('/v1/') &&
+        (await serveConsole(options.console, url.pathname, res))
+      )
+        return;
       const match = compiled
         .map((route) => ({ route, found: route.pattern.exec(url.pathname) }))
         .find(({ route, found }) => found && route.spec.method === req.method);

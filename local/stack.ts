@@ -17,7 +17,8 @@ import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalEventBridge } from './eventbridge.js';
 import { asyncTarget, isTicketEvent, lambdaEnvelope, prepareRoutes } from './intake.js';
 import { type Gateway, startGateway, WEBSOCKET_PATH } from './gateway.js';
-import { makeLocalIssuer, type LocalIssuer } from './issuer.js';
+import { ensureConsoleBuilt } from '../console/build.js';
+import { LOCAL_IDENTITIES, makeLocalIssuer, type LocalIssuer } from './issuer.js';
 import { invokeLocal } from './lambdas.js';
 import { type LocalQueues, startLocalQueues } from './queues.js';
 import { type MeteredEndpoint, startMeteredEndpoint } from './request-meter.js';
@@ -32,6 +33,8 @@ const ROOT = join(import.meta.dirname, '..');
 export const REGION = 'us-east-1';
 export const ACCOUNT = '000000000000';
 export const PREFIX = 'capstan';
+/** Where the local console finds the development identities and their tokens. */
+export const LOCAL_IDENTITIES_PATH = '/local/identities.json';
 
 export interface LocalStackOptions {
   /** The gateway's port; the other services take the next nine. */
@@ -258,6 +261,24 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       invoke,
       log,
       staticJson: { '/.well-known/jwks.json': issuer.jwks },
+      console: {
+        dir: ensureConsoleBuilt(),
+        json: {
+          '/config.json': {
+            apiUrl: `${restUrl}/v1`,
+            wsUrl: `ws://127.0.0.1:${port}${WEBSOCKET_PATH}`,
+            auth: { mode: 'local', identitiesUrl: LOCAL_IDENTITIES_PATH },
+          },
+          // Only the local gateway offers these: in AWS the console signs in with the issuer.
+          [LOCAL_IDENTITIES_PATH]: {
+            identities: Object.entries(LOCAL_IDENTITIES).map(([name, identity]) => ({
+              name,
+              ...identity,
+              token: issuer.tokens[name],
+            })),
+          },
+        },
+      },
     });
     cleanups.push(() => gateway.close());
 
