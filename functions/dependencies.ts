@@ -33,6 +33,7 @@ import { makeBundleIndex } from '../shared/adapters/dynamodb/bundle-index.js';
 import { DEFAULT_POLICY } from '../shared/domain/policy.js';
 import { parsePolicy } from '../shared/domain/policy.js';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
+import { makeControlLog } from '../shared/app/admission-controls.js';
 import { makeDynamoAdmissionStore } from '../shared/adapters/dynamodb/admission-store.js';
 import { makeAdmission } from '../shared/app/admission.js';
 
@@ -195,5 +196,6 @@ export const evidenceDeps = () => {
     // Plan denies every step under a policy that does not load; a replay of its decisions needs no document.
     policy: policy instanceof Error ? DEFAULT_POLICY : policy,
     clock: systemClock,
+    controls: makeControlLog(admissionStore()),
   };
 };

@@ -63,6 +63,13 @@ export function controlLogEntry(
   };
 }
 
+/** The tenant's control log, oldest first (`log#<at>#<id>` sorts by time), for evidence exports. */
+export function makeControlLog(admission: Pick<AdmissionStore, 'cells'>) {
+  return {
+    entries: async (tenantId: string) => (await admission.cells(tenantId, LOG, 10_000)).map((cell) => cell.value),
+  };
+}
+
 const asJson = (value: object) => JSON.parse(JSON.stringify(value)) as { [key: string]: Json };
 
 export function makeQuotaControls(deps: ControlDeps) {

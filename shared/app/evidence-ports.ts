@@ -59,4 +59,11 @@ export interface EvidenceDeps {
   readonly signer: ManifestSigner;
   readonly policy: PolicyDocument;
   readonly clock: Clock;
+  /** The tenant's control log (quota, limit and breaker changes) that exports carry. */
+  readonly controls?: ControlLogReader;
+}
+
+/** The control-log entries of a tenant, oldest first. */
+export interface ControlLogReader {
+  entries(tenantId: string): Promise<ReadonlyArray<Readonly<Record<string, unknown>>>>;
 }

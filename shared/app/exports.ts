@@ -90,8 +90,14 @@ export function makeCreateExport(deps: EvidenceDeps) {
           yield* tarEntry(file);
         }
       }
-      // Quota, limit and breaker changes of the tenant; this deployment records none of its own yet.
-      for (const file of [bundleFile('controls.jsonl', ''), bundleFile(PUBLIC_KEY_PATH, pem)]) {
+      // Quota, limit and breaker changes of the tenant made in the window, each with its actor and reason.
+      const controls = (await deps.controls?.entries(principal.tenantId)) ?? [];
+      const inWindow = controls.filter((c) => {
+        const at = typeof c.at === 'string' ? Date.parse(c.at) : Number.NaN;
+        return at >= since && at <= until;
+      });
+      const controlsText = inWindow.map((c) => `${JSON.stringify(c)}\n`).join('');
+      for (const file of [bundleFile('controls.jsonl', controlsText), bundleFile(PUBLIC_KEY_PATH, pem)]) {
         manifest.files.push({ path: file.path, sha256: file.sha256 });
         yield* tarEntry(file);
       }

@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
 import { checkBundle } from '../../shared/domain/evidence/check.js';
+import { readTar } from '../../shared/domain/evidence/tar.js';
 import type { RunEvent } from '../../shared/domain/events.js';
 import {
   eventsOf,
@@ -216,6 +218,9 @@ describe('evidence', () => {
 
   it("exports 20 runs of the tenant into a bundle that verifies, with no other tenant's run", async () => {
     const since = new Date().toISOString();
+    // A control change in the window: the export carries it, with its actor and reason.
+    const quota = { runbook: '*', maxActive: 1000 };
+    expect((await api('PUT', '/quotas/*', 'admin', quota)).status).toBe(200);
     const runs = [];
     for (let i = 0; i < 20; i++) runs.push(await start('replayable'));
     await Promise.all(runs.map((id) => finished(id)));
@@ -227,6 +232,13 @@ describe('evidence', () => {
     const verdict = checkBundle(exported.body, { replay: true });
     expect(verdict, JSON.stringify(verdict).slice(0, 500)).toMatchObject({ ok: true });
     expect(verdict.ok && verdict.runs.map((r) => r.runId).sort()).toEqual([...runs].sort());
+    const controls = readTar(gunzipSync(exported.body)).find((e) => e.path === 'controls.jsonl');
+    const entries = new TextDecoder()
+      .decode(controls?.body)
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(entries).toEqual([expect.objectContaining({ actor: expect.any(String), at: expect.any(String) })]);
     expect((await bytes(`/exports/${String(created.body.exportId)}`, 'otherTenant')).status).toBe(404);
   }, 180_000);
 });
