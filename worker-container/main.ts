@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     leaseMs: LEASE_HEARTBEATS * heartbeatMs,
     queueUrl,
     sqs: sqsClient(),
-    runs,
+    runs: results.holdingLeases(runs),
     results,
     recover: makeRecoverLost({ runs, callbacks }),
     backends,

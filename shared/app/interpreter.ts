@@ -11,7 +11,7 @@ import type { EventDraft } from '../domain/events.js';
 import type { Aggregate } from '../domain/step-records.js';
 import type { StepCommand } from '../domain/messages.js';
 import { plan, type PlanDecision } from '../domain/planner.js';
-import { approvalDeadlines, DEFAULT_POLICY, type PolicyDocument } from '../domain/policy.js';
+import { approvalDeadlines, DEFAULT_POLICY, policyMayGate, type PolicyDocument } from '../domain/policy.js';
 import { allSteps, type Runbook, type Step } from '../domain/runbook.js';
 import { profileAllows, SANDBOX_PROFILES, type SandboxProfileName } from '../domain/sandbox-profiles.js';
 import { runStateMachine, type RunStatus } from '../domain/statuses.js';
@@ -120,12 +120,14 @@ export function makePlanNext(deps: PlanDeps) {
       if ((faults?.count ?? 0) >= MAX_TASK_FAULTS) return failForFaults(deps, runId, faults);
     }
     const runbook = await runbookOf(deps.runbooks, loaded.run);
+    // A run the policy cannot gate has no approvals (one already waiting on a gate is still looked up).
+    const gated = loaded.run.status === 'waiting_for_approval' || policyMayGate(deps.policy, runbook);
     // Each pass reads the run and its executions afresh and commits only against that same state.
     for (let attempt = 0; attempt < 10; attempt++) {
       const [record, executions, approvals] = await Promise.all([
         held ?? deps.runs.load(runId),
         deps.runs.executions(runId),
-        deps.approvals.list(runId),
+        gated ? deps.approvals.list(runId) : [],
       ]);
       held = undefined;
       if (!record) throw new Error(`run ${runId} does not exist`);
@@ -363,7 +365,7 @@ export function makeDispatch(deps: DispatchDeps) {
     verdict: { rule: string; reason: string; viaPolicy: boolean },
     now: string,
     taskToken: string,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const runId = executions[0]?.runId ?? '';
     const { rule, reason } = verdict;
     const violation = rule === 'sandbox-profile';
@@ -408,11 +410,13 @@ export function makeDispatch(deps: DispatchDeps) {
         ],
       }));
     } catch (err) {
-      // Recorded already by an earlier delivery of this task.
-      if (!(err instanceof StaleWriteError)) throw err;
+      // Written already by an earlier delivery of this task: the caller re-attaches to it.
+      if (err instanceof StaleWriteError) return false;
+      throw err;
     }
     if (violation) deps.onViolation?.({ runId, stepId, action: `${body.backend}.${body.action}`, profile });
     await deps.callbacks.succeed(taskToken, { stepId, kind, attempt, refused: true });
+    return true;
   }
 
   return async function dispatch(
@@ -428,14 +432,16 @@ export function makeDispatch(deps: DispatchDeps) {
     const { kind, attempt } = decision;
     const now = deps.clock.now().toISOString();
 
-    const existing = await deps.runs.aggregate(runId, kind, step.id, attempt);
     const cancelled = record.run.cancelRequested;
+    // Writing first is the common case; only a cancel needs to know beforehand what was written.
+    const existing = cancelled ? await deps.runs.aggregate(runId, kind, step.id, attempt) : undefined;
     // Cancelled before this attempt was written: nothing to send, Plan ends the run.
     if (!existing && cancelled) {
       await deps.callbacks.succeed(taskToken, { stepId: step.id, kind, attempt, cancelled: true });
       return;
     }
     let fresh: { aggregate: Aggregate; executions: readonly StepExecution[] } | undefined;
+    let writtenEarlier = false;
     if (!existing) {
       const targets = targetsOf(step);
       const executions: StepExecution[] = targets.map((targetId) => ({
@@ -457,15 +463,19 @@ export function makeDispatch(deps: DispatchDeps) {
       const profile = runbook.sandbox_profile;
       // Refused before anything is queued: the step fails for good and the run goes on from there.
       const { policy } = decision;
-      if (policy?.outcome === 'deny') {
-        await refuse(step.id, kind, attempt, executions, body, profile, { ...policy, viaPolicy: true }, now, taskToken);
-        return;
-      }
-      if (!profileAllows(SANDBOX_PROFILES[profile], body.backend, body.action)) {
-        const reason = `${body.backend}.${body.action} is not allowed by sandbox profile ${profile}`;
-        const verdict = { rule: 'sandbox-profile', reason, viaPolicy: false };
-        await refuse(step.id, kind, attempt, executions, body, profile, verdict, now, taskToken);
-        return;
+      const refusal =
+        policy?.outcome === 'deny'
+          ? { ...policy, viaPolicy: true }
+          : !profileAllows(SANDBOX_PROFILES[profile], body.backend, body.action)
+            ? {
+                rule: 'sandbox-profile',
+                reason: `${body.backend}.${body.action} is not allowed by sandbox profile ${profile}`,
+                viaPolicy: false,
+              }
+            : undefined;
+      if (refusal) {
+        if (await refuse(step.id, kind, attempt, executions, body, profile, refusal, now, taskToken)) return;
+        writtenEarlier = true;
       }
       const auto = policy?.autoApproved;
       const approvedByPolicy =
@@ -496,74 +506,75 @@ export function makeDispatch(deps: DispatchDeps) {
         completed: false,
         taskToken,
       };
-      try {
-        await deps.runs.mutate(
-          runId,
-          () => ({
-            run: { currentStepId: step.id, updatedAt: now },
-            events: [
-              ...(policy
-                ? [
-                    draft(
-                      'policy.decided',
-                      now,
-                      {
-                        outcome: 'allow',
-                        rule: policy.rule,
-                        reason: policy.reason,
-                        ...(policy.approvalId !== undefined && { approvalId: policy.approvalId }),
-                      },
-                      { stepId: step.id },
-                    ),
-                  ]
-                : []),
-              ...(approvedByPolicy
-                ? [
-                    draft(
-                      'approval.resolved',
-                      now,
-                      {
-                        approvalId: approvedByPolicy.approvalId,
-                        status: 'approved',
-                        byPolicy: true,
-                        confidence: auto.confidence,
-                        threshold: auto.threshold,
-                      },
-                      { stepId: step.id },
-                    ),
-                  ]
-                : []),
-              draft(
-                'step.dispatched',
-                now,
-                {
-                  kind,
-                  attempt,
-                  backend: body.backend,
-                  action: body.action,
-                  targets,
-                },
-                { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
-              ),
-            ],
-            writes: [
-              ...(approvedByPolicy ? [writes.putApproval(approvedByPolicy)] : []),
-              ...executions.map((e) => writes.putExecution(e)),
-              writes.putAggregate(runId, written),
-            ],
-          }),
-          record,
-        );
-        fresh = { aggregate: written, executions };
-      } catch (error) {
-        // Another dispatch of the same attempt won: fall through to re-attach.
-        if (!(error instanceof StaleWriteError)) throw error;
-      }
+      if (!writtenEarlier)
+        try {
+          await deps.runs.mutate(
+            runId,
+            () => ({
+              run: { currentStepId: step.id, updatedAt: now },
+              events: [
+                ...(policy
+                  ? [
+                      draft(
+                        'policy.decided',
+                        now,
+                        {
+                          outcome: 'allow',
+                          rule: policy.rule,
+                          reason: policy.reason,
+                          ...(policy.approvalId !== undefined && { approvalId: policy.approvalId }),
+                        },
+                        { stepId: step.id },
+                      ),
+                    ]
+                  : []),
+                ...(approvedByPolicy
+                  ? [
+                      draft(
+                        'approval.resolved',
+                        now,
+                        {
+                          approvalId: approvedByPolicy.approvalId,
+                          status: 'approved',
+                          byPolicy: true,
+                          confidence: auto.confidence,
+                          threshold: auto.threshold,
+                        },
+                        { stepId: step.id },
+                      ),
+                    ]
+                  : []),
+                draft(
+                  'step.dispatched',
+                  now,
+                  {
+                    kind,
+                    attempt,
+                    backend: body.backend,
+                    action: body.action,
+                    targets,
+                  },
+                  { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
+                ),
+              ],
+              writes: [
+                ...(approvedByPolicy ? [writes.putApproval(approvedByPolicy)] : []),
+                ...executions.map((e) => writes.putExecution(e)),
+                writes.putAggregate(runId, written),
+              ],
+            }),
+            record,
+          );
+          fresh = { aggregate: written, executions };
+        } catch (error) {
+          // Another dispatch of the same attempt won: fall through to re-attach.
+          if (!(error instanceof StaleWriteError)) throw error;
+        }
     }
     // What this dispatch wrote needs no reading back; a re-attach reads what the first one wrote.
-    const aggregate = existing ?? fresh?.aggregate ?? (await deps.runs.aggregate(runId, kind, step.id, attempt));
+    const aggregate = fresh?.aggregate ?? existing ?? (await deps.runs.aggregate(runId, kind, step.id, attempt));
     if (!aggregate) throw new Error(`aggregate for ${step.id} attempt ${attempt} is missing`);
-    if (existing) await deps.runs.setAggregateToken(runId, kind, step.id, attempt, taskToken);
+    if (!fresh) await deps.runs.setAggregateToken(runId, kind, step.id, attempt, taskToken);
     if (aggregate.completed) {
       await deps.callbacks.succeed(taskToken, { stepId: step.id, attempt, reattached: true });
       return;

@@ -15,6 +15,8 @@ import { makeRecoverLost } from './recovery.js';
 export interface InterpreterControl {
   /** `RUNNING`, `SUCCEEDED`, `FAILED`, `TIMED_OUT`, `ABORTED`, or `MISSING`. */
   status(executionArn: string): Promise<string>;
+  /** The execution a run was first started with (named for the run, so derived rather than stored). */
+  executionArnOf(runId: string): string;
   /** Starts a new execution for the run; it plans from the stored state. */
   restart(run: Pick<Run, 'runId' | 'tenantId'>, at: Date): Promise<string>;
 }
@@ -111,9 +113,9 @@ export function makeReconcile(deps: ReconcilerDeps) {
   }
 
   /** Checks a quiet, unfinished run: its interpreter execution still runs, its aggregates completed. */
-  async function checkRun(runId: string, executionArn: string | undefined, now: Date, summary: ReconcileSummary) {
+  async function checkRun(runId: string, executionArn: string, now: Date, summary: ReconcileSummary) {
     const record = await runs.load(runId);
-    if (!record || !executionArn) return;
+    if (!record) return;
     const status = await deps.interpreter.status(executionArn);
     if (status !== 'RUNNING') {
       const arn = await deps.interpreter.restart(record.run, now);
@@ -186,7 +188,9 @@ export function makeReconcile(deps: ReconcilerDeps) {
 
     for (const record of await runs.activeRuns(new Date(now.getTime() - QUIET_MS))) {
       if (Date.parse(record.run.updatedAt) > now.getTime() - QUIET_MS) continue;
-      await checkRun(record.run.runId, record.executionArn, now, summary);
+      const { runId } = record.run;
+      // Only a restart stores its execution; the first one is named for the run.
+      await checkRun(runId, record.executionArn ?? deps.interpreter.executionArnOf(runId), now, summary);
     }
     return summary;
   };

@@ -153,20 +153,14 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
       if (stored.requestHash !== requestHash)
         throw new ConflictError(`Idempotency-Key '${input.idempotencyKey}' was used with a different request`);
       const existing = await visibleRun(deps.runs, principal, stored.runId);
-      // The first request may have stored the run and failed before starting it: start it now.
-      if (!existing.executionArn && !ended(existing.run.status)) await startRun(deps, existing.run);
+      // The first request may have stored the run and failed before starting it: starting again is a no-op otherwise.
+      if (!ended(existing.run.status)) await deps.starter.start(existing.run);
       return { runId: existing.run.runId, status: existing.run.status, created: false };
     }
-    await startRun(deps, run);
+    // The execution is named for the run, so its ARN is derived when needed rather than stored.
+    await deps.starter.start(run);
     return { runId: run.runId, status: run.status, created: true };
   };
-}
-
-async function startRun(deps: Omit<RunDeps, 'callbacks'>, run: Run): Promise<void> {
-  const executionArn = await deps.starter.start(run);
-  await deps.runs.mutate(run.runId, (record) =>
-    record.executionArn === executionArn ? undefined : { events: [], executionArn },
-  );
 }
 
 export const listRunsQuerySchema = z.strictObject({

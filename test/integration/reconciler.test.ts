@@ -35,6 +35,7 @@ let dispatch: (runId: string, stepId: string, attempt?: number) => Promise<strin
 
 const interpreter: InterpreterControl = {
   status: async (arn) => interpreterStatus.get(arn) ?? 'RUNNING',
+  executionArnOf: (runId) => `arn:local:execution:${runId}`,
   restart: async (run, at) => {
     restarted.push(run.runId);
     return `arn:local:execution:${run.runId}-r${at.getTime()}`;
