@@ -9,7 +9,7 @@ import {
   TaskDoesNotExist,
   TaskTimedOut,
 } from '@aws-sdk/client-sfn';
-import type { TaskCallbacks } from '../app/interpreter.js';
+import type { TaskCallbacks } from '../app/ports/interpreter.js';
 import type { InterpreterControl } from '../app/reconciler.js';
 import type { RunStarter } from '../app/runs.js';
 

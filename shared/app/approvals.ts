@@ -10,11 +10,12 @@ import { stepState } from '../domain/planner.js';
 import { allSteps } from '../domain/runbook.js';
 import { runStateMachine } from '../domain/statuses.js';
 import { requireRole } from './authorize.js';
-import type { TaskCallbacks } from './interpreter.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
 import type { Clock, RunbookStore } from './ports.js';
 import { runbookOf, visibleRun } from './runs.js';
 import { wake } from './waits.js';
 import { draft } from './drafts.js';
+import { cancelChange, rollbackChange } from './run-requests.js';
 
 export interface ApprovalDeps {
   readonly runs: RunStore;
@@ -176,17 +177,14 @@ export function makeResumeRun(deps: ApprovalDeps & { runbooks: RunbookStore }) {
               ...(failed && { operatorRetry: failed }),
             },
           };
-        case 'rollback':
-          return {
-            events: [resumed, draft('rollback.started', now, { requestedBy: principal.subject, reason: 'directive' })],
-            rollbackRequested: true,
-            run: { ...cleared, status: 'rolling_back' as const },
-          };
-        case 'cancel':
-          return {
-            events: [resumed, draft('run.cancel_requested', now, { requestedBy: principal.subject })],
-            run: { cancelRequested: true, updatedAt: now },
-          };
+        case 'rollback': {
+          const rollback = rollbackChange(current, principal.subject, now, 'directive');
+          return { ...rollback, events: [resumed, ...rollback.events], run: { ...rollback.run, ...cleared } };
+        }
+        case 'cancel': {
+          const cancel = cancelChange(principal.subject, now);
+          return { ...cancel, events: [resumed, ...cancel.events] };
+        }
       }
     });
     if (!committed) throw new ConflictError(`run '${runId}' was resumed by someone else`);

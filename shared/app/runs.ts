@@ -19,10 +19,11 @@ import { parseRunbookObject, resolveInputs, type Runbook } from '../domain/runbo
 import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachine } from '../domain/statuses.js';
 import { requireRole } from './authorize.js';
 import type { Clock, Page, RunbookStore } from './ports.js';
-import type { TaskCallbacks } from './interpreter.js';
-import { runErrorView, waitingForView } from './run-reasons.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
+import { runErrorView, type StepView, waitingForView } from './run-reasons.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 import { wakeAll } from './waits.js';
+import { cancelChange, rollbackChange } from './run-requests.js';
 
 /** Starts the interpreter for a run; the execution name is the run id, so a retry cannot start it twice. */
 export interface RunStarter {
@@ -180,23 +181,7 @@ export function makeListRuns(deps: Pick<RunDeps, 'runs'>) {
   };
 }
 
-/** How one step stands in a run view. */
-export interface StepView {
-  readonly id: string;
-  readonly phase: string;
-  readonly backend: string;
-  readonly action: string;
-  readonly status: 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'cancelled';
-  readonly attempts: number;
-  readonly targets: ReadonlyArray<{
-    targetId: string;
-    status: StepExecution['status'];
-    attempt: number;
-    outputTail: readonly string[];
-    error?: StepExecution['error'];
-  }>;
-  readonly rollback?: { status: StepExecution['status'] };
-}
+export type { StepView } from './run-reasons.js';
 
 /** The per-step view of a run from its executions. */
 export function stepViews(runbook: Runbook, run: Run, executions: readonly StepExecution[]): StepView[] {
@@ -305,20 +290,7 @@ export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'
     if (ended(record.run.status)) throw new ConflictError(`run '${runId}' has already ended (${record.run.status})`);
     const now = deps.clock.now().toISOString();
     const result = await deps.runs.mutate(runId, (current) =>
-      current.run.cancelRequested || ended(current.run.status)
-        ? undefined
-        : {
-            run: { cancelRequested: true, updatedAt: now },
-            events: [
-              {
-                eventId: randomUUID(),
-                type: 'run.cancel_requested',
-                timestamp: now,
-                payload: { requestedBy: principal.subject },
-                meta: {},
-              },
-            ],
-          },
+      current.run.cancelRequested || ended(current.run.status) ? undefined : cancelChange(principal.subject, now),
     );
     // Nothing a worker has not taken yet will run; a Dispatch task left with nothing resumes.
     if (!ended((result?.record.run ?? record.run).status)) await endUnsent(deps, runId, () => CANCELLED_UNSENT);
@@ -338,27 +310,7 @@ export function makeRollbackRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callback
     runStateMachine.transition(record.run.status, 'rolling_back');
     const now = deps.clock.now().toISOString();
     await deps.runs.mutate(runId, (current) =>
-      current.rollbackRequested
-        ? undefined
-        : {
-            rollbackRequested: true,
-            // A run held by a gate or an operator goes straight to rolling back.
-            run: {
-              updatedAt: now,
-              ...((current.run.status === 'paused' || current.run.status === 'waiting_for_approval') && {
-                status: 'rolling_back' as const,
-              }),
-            },
-            events: [
-              {
-                eventId: randomUUID(),
-                type: 'rollback.started',
-                timestamp: now,
-                payload: { requestedBy: principal.subject, reason: 'requested' },
-                meta: {},
-              },
-            ],
-          },
+      current.rollbackRequested ? undefined : rollbackChange(current, principal.subject, now, 'requested'),
     );
     await wakeAll(deps, runId, { rollbackRequested: true });
     return { runId, status: record.run.status, rollbackRequested: true };

@@ -8,7 +8,7 @@ import type { EventDraft } from '../domain/events.js';
 import type { StepCommand } from '../domain/messages.js';
 import type { Receipt } from '../domain/step-records.js';
 import type { Clock } from './ports.js';
-import type { TaskCallbacks } from './interpreter.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
 
 export interface StepResultDeps {
   readonly runs: RunStore;
