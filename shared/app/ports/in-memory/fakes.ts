@@ -1,9 +1,9 @@
 import type { Json } from '../../../domain/canonical.js';
-import type { RunbookVersion } from '../../../domain/entities.js';
+import type { RunbookVersion, Worker } from '../../../domain/entities.js';
 import type { StepCommand } from '../../../domain/messages.js';
 import type { SandboxProfileName } from '../../../domain/sandbox-profiles.js';
 import type { CommandQueue, RejectedCommand, TaskCallbacks } from '../interpreter.js';
-import type { Clock, RunbookHead, RunbookStore } from '../../ports.js';
+import type { Clock, RunbookHead, RunbookStore, WorkerStore } from '../../ports.js';
 
 /** A clock that moves only when told to. */
 export interface FakeClock extends Clock {
@@ -93,6 +93,53 @@ export function makeInMemoryRunbooks(): RunbookStore {
     },
     async list(tenantId, limit) {
       return { items: [...heads.values()].filter((h) => heads.get(key(tenantId, h.runbookId)) === h).slice(0, limit) };
+    },
+  };
+}
+
+/** Registered workers in memory, with the DynamoDB store's conditional status changes. */
+export function makeInMemoryWorkers(): WorkerStore {
+  const workers = new Map<string, Worker & { drainRequested: boolean }>();
+  const live = (w: Worker | undefined) => w !== undefined && w.status !== 'dead' && w.status !== 'deregistered';
+  return {
+    async register(worker) {
+      workers.set(worker.workerId, { ...worker, drainRequested: false });
+    },
+    async heartbeat(workerId, beat) {
+      const worker = workers.get(workerId);
+      if (!worker || !live(worker)) return { accepted: false, drainRequested: false };
+      const { currentExecutionId: _previous, ...rest } = worker;
+      workers.set(workerId, {
+        ...rest,
+        status: beat.status,
+        lastHeartbeatAt: beat.at,
+        stats: beat.stats,
+        ...(beat.currentExecutionId !== undefined && { currentExecutionId: beat.currentExecutionId }),
+      });
+      return { accepted: true, drainRequested: worker.drainRequested };
+    },
+    async setStatus(workerId, status, expected) {
+      const worker = workers.get(workerId);
+      if (!worker || !live(worker)) return false;
+      if (expected && worker.lastHeartbeatAt !== expected.lastHeartbeatAt) return false;
+      workers.set(workerId, { ...worker, status });
+      return true;
+    },
+    async clearCurrent(workerId, executionId) {
+      const worker = workers.get(workerId);
+      if (!worker || worker.status !== 'busy' || worker.currentExecutionId !== executionId) return false;
+      const { currentExecutionId: _cleared, ...rest } = worker;
+      workers.set(workerId, { ...rest, status: 'idle' });
+      return true;
+    },
+    async requestDrain(workerId) {
+      const worker = workers.get(workerId);
+      if (!worker || !live(worker)) return false;
+      workers.set(workerId, { ...worker, drainRequested: true });
+      return true;
+    },
+    async list() {
+      return [...workers.values()].map((w) => ({ ...w }));
     },
   };
 }
