@@ -33,10 +33,11 @@ let approvals: ApprovalStore;
 let runbooks: RunbookStore;
 let queue: RecordingQueue;
 let callbacks: RecordingCallbacks;
+let requests: Map<string, number>;
 
 beforeEach(() => {
   clock = makeFakeClock();
-  ({ runs, approvals } = makeInMemoryStores());
+  ({ runs, approvals, requests } = makeInMemoryStores());
   runbooks = makeInMemoryRunbooks();
   queue = makeRecordingQueue();
   callbacks = makeRecordingCallbacks();
@@ -90,6 +91,17 @@ describe('Plan', () => {
     const before = await types(runId);
     expect(await planNext(runId)).toMatchObject({ action: 'dispatch', stepId: 'one' });
     expect(await types(runId)).toEqual(before);
+  });
+
+  it('looks up gates only for a runbook the policy can gate', async () => {
+    const plain = await startRun([echo('one')]);
+    requests.clear();
+    await interpreter().planNext(plain);
+    expect(requests.get('query')).toBe(1);
+    const risky = await startRun([echo('risky', { blast_radius: 'high' })]);
+    requests.clear();
+    await interpreter().planNext(risky);
+    expect(requests.get('query')).toBe(2);
   });
 
   it('creates the gate a high blast radius step needs, asking for two approvers', async () => {
