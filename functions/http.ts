@@ -15,6 +15,8 @@ import {
 } from '../shared/domain/errors.js';
 import { nestsDeeperThan } from '../shared/domain/storable.js';
 import { issuesFromZod } from '../shared/domain/zod-issues.js';
+import { requireRole } from '../shared/app/authorize.js';
+import { routeFor } from '../shared/resources/routes.js';
 
 export const logger = new Logger({ serviceName: 'capstan' });
 
@@ -157,8 +159,10 @@ export function httpHandler(route: (request: HttpRequest) => Promise<HttpResult>
             : event.isBase64Encoded
               ? Buffer.from(event.body, 'base64').toString('utf8')
               : event.body;
+        const principal = principalOf(event);
+        authorizeRoute(event, principal);
         const result = await route({
-          principal: principalOf(event),
+          principal,
           body,
           headers,
           path: clean(event.pathParameters),
@@ -169,6 +173,16 @@ export function httpHandler(route: (request: HttpRequest) => Promise<HttpResult>
         return errorResponse(error, event.requestContext?.requestId);
       }
     });
+}
+
+/**
+ * The one role check: the route table's roles for the route called. A caller without a principal
+ * is left to `requirePrincipal` (401); a request for no known route is refused.
+ */
+function authorizeRoute(event: APIGatewayProxyEvent, principal: Principal | undefined): void {
+  const spec = routeFor(event.httpMethod, event.resource);
+  if (!spec) throw new ForbiddenError(`no route ${event.httpMethod} ${event.resource}`);
+  if (spec.authorized && principal) requireRole(principal, spec.roles, `${spec.method} ${spec.path}`);
 }
 
 function clean(values: Record<string, string | undefined> | null): Record<string, string> {

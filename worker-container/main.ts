@@ -95,7 +95,7 @@ async function main(): Promise<void> {
     heartbeatMs,
     leaseMs: LEASE_HEARTBEATS * heartbeatMs,
     commands: makeSqsCommandSource(sqsClient(), queueUrl),
-    runs,
+    runs: results.holdingLeases(runs),
     results,
     recover: makeRecoverLost({ runs, callbacks }),
     backends,

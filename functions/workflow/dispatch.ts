@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
-import { makeDispatch } from '../../shared/app/interpreter.js';
+import { makeDispatch } from '../../shared/app/dispatch.js';
 import { interpreterDeps } from '../dependencies.js';
 import { waitingTaskInputSchema } from './task-input.js';
 

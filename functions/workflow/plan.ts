@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
-import { makePlanNext } from '../../shared/app/interpreter.js';
+import { makePlanNext } from '../../shared/app/plan.js';
 import type { PlanDecision } from '../../shared/domain/planner.js';
 import { planDeps } from '../dependencies.js';
 

@@ -1,5 +1,6 @@
 import {
   DescribeExecutionCommand,
+  ExecutionAlreadyExists,
   ExecutionDoesNotExist,
   type SFNClient,
   SendTaskFailureCommand,
@@ -8,23 +9,35 @@ import {
   TaskDoesNotExist,
   TaskTimedOut,
 } from '@aws-sdk/client-sfn';
-import type { TaskCallbacks } from '../app/interpreter.js';
+import type { TaskCallbacks } from '../app/ports/interpreter.js';
 import type { InterpreterControl } from '../app/reconciler.js';
 import type { RunStarter } from '../app/runs.js';
 
-/** Starts the run interpreter with the run id as the execution name (a second start is a no-op). */
+/** The ARN of the execution named `name` of a state machine (Step Functions derives it so). */
+export const executionArnFor = (stateMachineArn: string, name: string): string =>
+  `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
+
+/**
+ * Starts the run interpreter with the run id as the execution name. Starting it again is a no-op,
+ * even once that execution has ended (the reconciler restarts a run under another name).
+ */
 export function makeSfnRunStarter(client: SFNClient, stateMachineArn: string): RunStarter {
   return {
     async start(run) {
-      const { executionArn } = await client.send(
-        new StartExecutionCommand({
-          stateMachineArn,
-          name: run.runId,
-          input: JSON.stringify({ runId: run.runId, tenantId: run.tenantId }),
-        }),
-      );
-      if (!executionArn) throw new Error('StartExecution returned no execution ARN');
-      return executionArn;
+      try {
+        const { executionArn } = await client.send(
+          new StartExecutionCommand({
+            stateMachineArn,
+            name: run.runId,
+            input: JSON.stringify({ runId: run.runId, tenantId: run.tenantId }),
+          }),
+        );
+        if (!executionArn) throw new Error('StartExecution returned no execution ARN');
+        return executionArn;
+      } catch (error) {
+        if (error instanceof ExecutionAlreadyExists) return executionArnFor(stateMachineArn, run.runId);
+        throw error;
+      }
     },
   };
 }
@@ -52,6 +65,7 @@ export function makeSfnCallbacks(client: SFNClient): TaskCallbacks {
 /** What the reconciler needs of the interpreter: an execution's status, and a fresh execution for a run. */
 export function makeSfnInterpreterControl(client: SFNClient, stateMachineArn: string): InterpreterControl {
   return {
+    executionArnOf: (runId) => executionArnFor(stateMachineArn, runId),
     async status(executionArn) {
       try {
         const { status } = await client.send(new DescribeExecutionCommand({ executionArn }));

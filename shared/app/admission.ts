@@ -63,11 +63,9 @@ function takes(run: Run, plan: Extract<AdmissionPlan, { admit: true }>): Admissi
 }
 
 export function makeAdmission(deps: AdmissionDeps) {
+  /** Starts the run's interpreter; the execution is named for the run, so its ARN is derived, not stored. */
   async function start(run: Run): Promise<void> {
-    const executionArn = await deps.starter.start(run);
-    await deps.runs.mutate(run.runId, (record) =>
-      record.executionArn === executionArn ? undefined : { events: [], executionArn },
-    );
+    await deps.starter.start(run);
   }
 
   /** Holds a fresh run back: `throttled`, with the limit and when it may try again, and a backlog place. */

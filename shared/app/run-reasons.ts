@@ -1,6 +1,23 @@
-import type { Approval, ErrorInfo, Run } from '../domain/entities.js';
+import type { Approval, ErrorInfo, Run, StepExecution } from '../domain/entities.js';
 import { isOpen } from '../domain/approvals.js';
-import type { StepView } from './runs.js';
+
+/** How one step stands in a run view. */
+export interface StepView {
+  readonly id: string;
+  readonly phase: string;
+  readonly backend: string;
+  readonly action: string;
+  readonly status: 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'cancelled';
+  readonly attempts: number;
+  readonly targets: ReadonlyArray<{
+    targetId: string;
+    status: StepExecution['status'];
+    attempt: number;
+    outputTail: readonly string[];
+    error?: StepExecution['error'];
+  }>;
+  readonly rollback?: { status: StepExecution['status'] };
+}
 
 /** Why a run failed, for the run detail: the stored error and the step it is about. */
 export interface RunErrorView {

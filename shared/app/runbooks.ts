@@ -3,7 +3,6 @@ import { ConflictError, NotFoundError } from '../domain/errors.js';
 import type { Json } from '../domain/canonical.js';
 import { runbookDigest } from '../domain/runbook.js';
 import { parseRunbookSource, type RunbookFormat } from '../domain/runbook-source.js';
-import { requireRole } from './authorize.js';
 import type { Clock, Page, RunbookHead, RunbookStore } from './ports.js';
 
 export interface RunbookDeps {
@@ -34,7 +33,6 @@ export interface RegisteredRunbook {
  */
 export function makeRegisterRunbook(deps: RunbookDeps) {
   return async function registerRunbook(input: RegisterRunbookInput): Promise<RegisteredRunbook> {
-    requireRole(input.principal, ['operator', 'admin'], 'registering a runbook');
     const runbook = parseRunbookSource(input.source, input.format);
     const digest = runbookDigest(runbook);
     const { tenantId } = input.principal;
@@ -66,7 +64,6 @@ export function makeListRunbooks(deps: RunbookDeps) {
     limit: number;
     cursor?: string;
   }): Promise<Page<RunbookHead>> {
-    requireRole(input.principal, ['viewer', 'operator', 'approver', 'admin'], 'listing runbooks');
     return deps.runbooks.list(input.principal.tenantId, input.limit, input.cursor);
   };
 }
@@ -78,7 +75,6 @@ export function makeGetRunbook(deps: RunbookDeps) {
     runbookId: string;
     version?: number;
   }): Promise<RunbookVersion> {
-    requireRole(input.principal, ['viewer', 'operator', 'approver', 'admin'], 'reading a runbook');
     const { tenantId } = input.principal;
     const version = input.version ?? (await deps.runbooks.head(tenantId, input.runbookId))?.latestVersion;
     const found = version === undefined ? undefined : await deps.runbooks.get(tenantId, input.runbookId, version);

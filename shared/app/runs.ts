@@ -18,12 +18,12 @@ import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.
 import type { RunEvent } from '../domain/events.js';
 import { parseRunbookObject, resolveInputs, type Runbook } from '../domain/runbook.js';
 import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachine } from '../domain/statuses.js';
-import { requireRole } from './authorize.js';
 import type { Clock, Page, RunbookStore } from './ports.js';
-import type { TaskCallbacks } from './interpreter.js';
-import { runErrorView, waitingForView } from './run-reasons.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
+import { runErrorView, type StepView, waitingForView } from './run-reasons.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 import { wakeAll } from './waits.js';
+import { cancelChange, rollbackChange } from './run-requests.js';
 
 /** Starts the interpreter for a run; the execution name is the run id, so a retry cannot start it twice. */
 export interface RunStarter {
@@ -94,7 +94,6 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
     replayOf?: string;
   }): Promise<{ runId: string; status: RunStatus; created: boolean }> {
     const { principal, body } = input;
-    requireRole(principal, ['operator', 'admin'], 'starting a run');
     if (input.idempotencyKey !== undefined) {
       const parsed = idempotencyKeySchema.safeParse(input.idempotencyKey);
       if (!parsed.success)
@@ -164,8 +163,11 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
       if (stored.requestHash !== requestHash)
         throw new ConflictError(`Idempotency-Key '${input.idempotencyKey}' was used with a different request`);
       const existing = await visibleRun(deps.runs, principal, stored.runId);
-      // The first request may have stored the run and failed before starting it: start it now.
-      if (!existing.executionArn && !ended(existing.run.status)) await admitOrStart(deps, existing.run);
+      // The first request may have stored the run and failed before starting it. Starting is
+      // idempotent (the execution is named for the run); a run admission holds back stays held.
+      if (existing.run.status === 'queued' && existing.run.admission) await deps.starter.start(existing.run);
+      else if (existing.run.status === 'queued' && !existing.run.dependsOn?.length)
+        await admitOrStart(deps, existing.run);
       return { runId: existing.run.runId, status: existing.run.status, created: false };
     }
     const admitted = await admitOrStart(deps, run);
@@ -177,15 +179,9 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
 /** Admission decides whether a stored run starts now, waits `throttled`, or waits on its dependencies. */
 async function admitOrStart(deps: Omit<RunDeps, 'callbacks'>, run: Run) {
   if (deps.admission) return deps.admission.afterCreate(run);
-  await startRun(deps, run);
+  // The execution is named for the run, so its ARN is derived when needed rather than stored.
+  await deps.starter.start(run);
   return 'started';
-}
-
-async function startRun(deps: Omit<RunDeps, 'callbacks'>, run: Run): Promise<void> {
-  const executionArn = await deps.starter.start(run);
-  await deps.runs.mutate(run.runId, (record) =>
-    record.executionArn === executionArn ? undefined : { events: [], executionArn },
-  );
 }
 
 export const listRunsQuerySchema = z.strictObject({
@@ -205,23 +201,7 @@ export function makeListRuns(deps: Pick<RunDeps, 'runs'>) {
   };
 }
 
-/** How one step stands in a run view. */
-export interface StepView {
-  readonly id: string;
-  readonly phase: string;
-  readonly backend: string;
-  readonly action: string;
-  readonly status: 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'cancelled';
-  readonly attempts: number;
-  readonly targets: ReadonlyArray<{
-    targetId: string;
-    status: StepExecution['status'];
-    attempt: number;
-    outputTail: readonly string[];
-    error?: StepExecution['error'];
-  }>;
-  readonly rollback?: { status: StepExecution['status'] };
-}
+export type { StepView } from './run-reasons.js';
 
 /** The per-step view of a run from its executions. */
 export function stepViews(runbook: Runbook, run: Run, executions: readonly StepExecution[]): StepView[] {
@@ -325,25 +305,11 @@ export function makeGetEvents(deps: Pick<RunDeps, 'runs'>) {
  */
 export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'>) {
   return async (principal: Principal, runId: string) => {
-    requireRole(principal, ['operator', 'admin'], 'cancelling a run');
     const record = await visibleRun(deps.runs, principal, runId);
     if (ended(record.run.status)) throw new ConflictError(`run '${runId}' has already ended (${record.run.status})`);
     const now = deps.clock.now().toISOString();
     const result = await deps.runs.mutate(runId, (current) =>
-      current.run.cancelRequested || ended(current.run.status)
-        ? undefined
-        : {
-            run: { cancelRequested: true, updatedAt: now },
-            events: [
-              {
-                eventId: randomUUID(),
-                type: 'run.cancel_requested',
-                timestamp: now,
-                payload: { requestedBy: principal.subject },
-                meta: {},
-              },
-            ],
-          },
+      current.run.cancelRequested || ended(current.run.status) ? undefined : cancelChange(principal.subject, now),
     );
     // Nothing a worker has not taken yet will run; a Dispatch task left with nothing resumes.
     if (!ended((result?.record.run ?? record.run).status)) await endUnsent(deps, runId, () => CANCELLED_UNSENT);
@@ -356,34 +322,13 @@ export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'
 /** Asks a run to roll back what it has done, newest first, and end `failed` (ROLLED_BACK). */
 export function makeRollbackRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'>) {
   return async (principal: Principal, runId: string) => {
-    requireRole(principal, ['operator', 'admin'], 'rolling back a run');
     const record = await visibleRun(deps.runs, principal, runId);
     if (ended(record.run.status))
       throw new ConflictError(`run '${runId}' has already ended (${record.run.status}); start a new run to undo it`);
     runStateMachine.transition(record.run.status, 'rolling_back');
     const now = deps.clock.now().toISOString();
     await deps.runs.mutate(runId, (current) =>
-      current.rollbackRequested
-        ? undefined
-        : {
-            rollbackRequested: true,
-            // A run held by a gate or an operator goes straight to rolling back.
-            run: {
-              updatedAt: now,
-              ...((current.run.status === 'paused' || current.run.status === 'waiting_for_approval') && {
-                status: 'rolling_back' as const,
-              }),
-            },
-            events: [
-              {
-                eventId: randomUUID(),
-                type: 'rollback.started',
-                timestamp: now,
-                payload: { requestedBy: principal.subject, reason: 'requested' },
-                meta: {},
-              },
-            ],
-          },
+      current.rollbackRequested ? undefined : rollbackChange(current, principal.subject, now, 'requested'),
     );
     await wakeAll(deps, runId, { rollbackRequested: true });
     return { runId, status: record.run.status, rollbackRequested: true };

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { RunChange, RunRecord, RunStore } from './ports/runs.js';
+import type { LeaseOutcome, RunChange, RunRecord, RunStore } from './ports/runs.js';
 import { StaleWriteError } from '../domain/errors.js';
 import { writes } from './ports/writes.js';
 import type { Json } from '../domain/canonical.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
 import type { StepCommand } from '../domain/messages.js';
+import type { Receipt } from '../domain/step-records.js';
 import type { Clock } from './ports.js';
-import type { TaskCallbacks } from './interpreter.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
 
 export interface StepResultDeps {
   readonly runs: RunStore;
@@ -108,6 +109,31 @@ export function makeStepResults(deps: StepResultDeps) {
   }
 
   return {
+    /**
+     * `store` with its `acquireLease` handing each lease taken to this writer, so the records
+     * that follow start from the leased execution instead of reading it back. A first attempt
+     * it leased has no receipt to look up: a receipt is written in the same transaction as the
+     * end of an execution with its key, and the first one with that key has not ended.
+     */
+    holdingLeases<S extends Pick<RunStore, 'acquireLease' | 'receipt'>>(store: S): S {
+      const firstAttempts = new Set<string>();
+      return {
+        ...store,
+        async acquireLease(runId, executionId, owner, now, leaseMs): Promise<LeaseOutcome> {
+          const outcome = await store.acquireLease(runId, executionId, owner, now, leaseMs);
+          if (outcome.claim === 'lease') {
+            held.set(executionId, { execution: outcome.execution });
+            if (outcome.execution.attempt === 1) firstAttempts.add(outcome.execution.idempotencyKey);
+          }
+          return outcome;
+        },
+        async receipt(key): Promise<Receipt | undefined> {
+          if (firstAttempts.delete(key)) return undefined;
+          return store.receipt(key);
+        },
+      };
+    },
+
     /** leased -> running, with `step.started` and the ids of the secrets the step uses. */
     async started(cmd: StepCommand, workerId: string, secretsUsed: readonly string[] = []): Promise<void> {
       const now = deps.clock.now().toISOString();

@@ -3,7 +3,7 @@ import { writes } from './ports/writes.js';
 import { StaleWriteError } from '../domain/errors.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
 import { draft } from './drafts.js';
-import type { TaskCallbacks } from './interpreter.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
 import type { Clock } from './ports.js';
 
 export interface UnsentDeps {

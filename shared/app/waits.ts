@@ -1,6 +1,6 @@
 import type { RunStore } from './ports/runs.js';
 import type { Json } from '../domain/canonical.js';
-import type { TaskCallbacks } from './interpreter.js';
+import type { TaskCallbacks } from './ports/interpreter.js';
 
 /** What an interpreter task waits for, by the name its token is kept under. */
 export type Waiting = 'approval' | 'resume';

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { Principal, Worker } from '../domain/entities.js';
 import { ForbiddenError, NotFoundError } from '../domain/errors.js';
 import { livenessOf, workerScopeOf } from '../domain/workers.js';
-import { requireRole } from './authorize.js';
 import type { Clock, WorkerStore } from './ports.js';
 
 export interface WorkerDeps {
@@ -41,7 +40,6 @@ export type WorkerView = Worker & { drainRequested: boolean; missedBeats: number
  */
 export function makeListWorkers(deps: WorkerDeps) {
   return async (principal: Principal, query: z.infer<typeof listWorkersQuerySchema>): Promise<WorkerView[]> => {
-    requireRole(principal, ['viewer', 'operator', 'approver', 'admin'], 'listing workers');
     requireFleet(deps, principal, 'listing workers');
     const now = deps.clock.now();
     return (await deps.workers.list())
@@ -66,7 +64,6 @@ export function makeListWorkers(deps: WorkerDeps) {
  */
 export function makeDrainWorker(deps: WorkerDeps) {
   return async (principal: Principal, workerId: string) => {
-    requireRole(principal, ['operator', 'admin'], 'draining a worker');
     requireFleet(deps, principal, 'draining a worker');
     if (!(await deps.workers.requestDrain(workerId)))
       throw new NotFoundError(`no live worker '${workerId}' (it may have deregistered or been declared dead)`);

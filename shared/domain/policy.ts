@@ -231,3 +231,14 @@ export function parsePolicy(text: string | undefined): PolicyDocument | Error {
     return new Error(`the policy document is not valid JSON: ${(error as Error).message}`);
   }
 }
+
+/**
+ * True when `policy` may put a gate on some step of `runbook` (asking people, or approving by
+ * policy): a runbook it cannot gate never has an approval, so there is none to look up.
+ */
+export function policyMayGate(policy: PolicyDocument | Error, runbook: Runbook): boolean {
+  return allSteps(runbook).some(({ step }) => {
+    const verdict = decideStep(policy, runbook, step.id);
+    return verdict.outcome === 'needs_approval' || (verdict.outcome === 'allow' && verdict.autoApproved !== undefined);
+  });
+}

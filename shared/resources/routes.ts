@@ -17,7 +17,7 @@ export interface RouteSpec {
   readonly handler: string;
   /** False for the health check, the OpenAPI document and the signed webhooks (their signature authenticates). */
   readonly authorized: boolean;
-  /** Roles allowed to call; enforced again in the use case. */
+  /** Roles allowed to call: the one role check, enforced by `httpHandler`; tenant and requester rules stay in the use cases. */
   readonly roles: readonly Role[];
   /** AWS access beyond the tables, granted to this route's function and nothing else. */
   readonly access?: readonly RouteAccess[];
@@ -412,3 +412,13 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   ...ADMISSION_ROUTES,
 ];
+
+const templates = ROUTES.map((spec) => ({
+  spec,
+  pattern: new RegExp(`^${spec.path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+}));
+
+/** The route for a method and an API Gateway resource (its template, or a concrete path). */
+export function routeFor(method: string, resource: string): RouteSpec | undefined {
+  return templates.find((t) => t.spec.method === method && t.pattern.test(resource))?.spec;
+}

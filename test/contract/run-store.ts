@@ -153,6 +153,46 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       ).toBe(true);
     });
 
+    it('hands a lapsed lease of an execution that never started to the next worker', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      const then = new Date();
+      await runs.acquireLease(run.runId, execution.executionId, 'worker-a', then, 1_000);
+      const later = new Date(then.getTime() + 5_000);
+      const taken = await runs.acquireLease(run.runId, execution.executionId, 'worker-b', later, 30_000);
+      expect(taken).toMatchObject({ claim: 'lease', execution: { status: 'leased', leaseOwner: 'worker-b' } });
+      if (taken.claim !== 'lease') return;
+      expect(Date.parse(taken.execution.leaseExpiresAt ?? '')).toBe(later.getTime() + 30_000);
+      expect(await runs.execution(run.runId, execution.executionId)).toMatchObject({ leaseOwner: 'worker-b' });
+    });
+
+    it('returns a started execution whose lease lapsed as lost, and an ended one as ended', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      const then = new Date();
+      const lease = await runs.acquireLease(run.runId, execution.executionId, 'worker-a', then, 1_000);
+      if (lease.claim !== 'lease') throw new Error('no lease');
+      const running: StepExecution = { ...lease.execution, status: 'running', startedAt: then.toISOString() };
+      await runs.mutate(run.runId, () => ({
+        events: [],
+        writes: [writes.updateExecution(running, ['leased'], 'worker-a')],
+      }));
+      const later = new Date(then.getTime() + 5_000);
+      const lost = await runs.acquireLease(run.runId, execution.executionId, 'worker-b', later, 30_000);
+      expect(lost).toMatchObject({ claim: 'lost', execution: { status: 'running', leaseOwner: 'worker-a' } });
+      const ended: StepExecution = { ...running, status: 'succeeded', endedAt: later.toISOString() };
+      await runs.mutate(run.runId, () => ({
+        events: [],
+        writes: [writes.updateExecution(ended, ['running'], 'worker-a')],
+      }));
+      expect(await runs.acquireLease(run.runId, execution.executionId, 'worker-b', later, 30_000)).toEqual({
+        claim: 'ended',
+      });
+      expect(await runs.acquireLease(run.runId, 'no-such-execution', 'worker-b', later, 30_000)).toEqual({
+        claim: 'ended',
+      });
+    });
+
     it('completes an aggregate for exactly one caller once every target is counted', async () => {
       const { runs } = stores();
       const { run } = await dispatched(runs);

@@ -39,6 +39,7 @@ const sent: StepCommand[] = [];
 
 const interpreter: InterpreterControl = {
   status: async (arn) => interpreterStatus.get(arn) ?? 'RUNNING',
+  executionArnOf: (runId) => `arn:local:execution:${runId}`,
   restart: async (run, at) => {
     restarted.push(run.runId);
     return `arn:local:execution:${run.runId}-r${at.getTime()}`;

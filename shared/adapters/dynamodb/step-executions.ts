@@ -1,5 +1,5 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { LeaseOutcome, StepExecutions } from '../../app/ports/runs.js';
+import type { StepExecutions } from '../../app/ports/runs.js';
 import { type StepExecution, stepExecutionSchema } from '../../domain/entities.js';
 import { leaseClaimOf } from '../../domain/recovery.js';
 import { conditionally } from './conditional.js';
@@ -46,45 +46,44 @@ export function makeStepExecutions(client: DynamoDBDocumentClient, state: string
     },
 
     async acquireLease(runId, executionId, owner, now, leaseMs) {
+      const until = new Date(now.getTime() + leaseMs).toISOString();
+      // One conditional write that returns the leased item: the condition is `leaseClaimOf(...)
+      // === 'lease'` (pending, or leased with a lapsed lease), so nothing is read unless refused.
+      const leased = await conditionally(async () => {
+        const { Attributes } = await client.send(
+          new UpdateCommand({
+            TableName: state,
+            Key: { pk: runKey(runId), sk: executionSk(executionId) },
+            UpdateExpression:
+              'SET se.#status = :leased, se.leaseOwner = :owner, se.leaseExpiresAt = :until, ' +
+              '#status = :leased, leaseUntil = :until, gsi2pk = :ipk, gsi2sk = :isk',
+            ConditionExpression:
+              '#status = :pending OR (#status = :leased AND (leaseUntil < :now OR ' +
+              '(attribute_not_exists(leaseUntil) AND se.leaseExpiresAt < :now)))',
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: {
+              ':leased': 'leased',
+              ':pending': 'pending',
+              ':owner': owner,
+              ':until': until,
+              ':ipk': indexes.leases,
+              ':isk': leaseIndexSk(until, runId, executionId),
+              ':now': now.toISOString(),
+            },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return Attributes ? executionOf(Attributes) : undefined;
+      }, undefined);
+      if (leased) return { claim: 'lease', execution: leased };
+      // Refused: read why (ended, held by a live worker, or lost mid-action).
       const current = await execution(runId, executionId);
       if (!current) return { claim: 'ended' };
       const claim = leaseClaimOf(current, now);
       if (claim === 'lost') return { claim, execution: current };
-      if (claim !== 'lease') return { claim };
-      const leased: StepExecution = {
-        ...current,
-        status: 'leased',
-        leaseOwner: owner,
-        leaseExpiresAt: new Date(now.getTime() + leaseMs).toISOString(),
-      };
-      return conditionally<LeaseOutcome, LeaseOutcome>(
-        async () => {
-          await client.send(
-            new UpdateCommand({
-              TableName: state,
-              Key: { pk: runKey(runId), sk: executionSk(executionId) },
-              UpdateExpression: 'SET se = :e, #status = :s, leaseUntil = :until, gsi2pk = :ipk, gsi2sk = :isk',
-              // Unchanged since it was read: same status and holder, and a lease still lapsed.
-              ConditionExpression:
-                '#status = :was AND (attribute_not_exists(se.leaseOwner) OR se.leaseOwner = :prev) AND ' +
-                '(attribute_not_exists(leaseUntil) OR leaseUntil < :now)',
-              ExpressionAttributeNames: { '#status': 'status' },
-              ExpressionAttributeValues: {
-                ':e': leased,
-                ':s': 'leased',
-                ':until': leased.leaseExpiresAt,
-                ':ipk': indexes.leases,
-                ':isk': leaseIndexSk(leased.leaseExpiresAt ?? '', runId, executionId),
-                ':was': current.status,
-                ':prev': current.leaseOwner ?? '',
-                ':now': now.toISOString(),
-              },
-            }),
-          );
-          return { claim: 'lease', execution: leased };
-        },
-        { claim: 'held' },
-      );
+      // A lease that lapsed between the write and the read went to nobody: it is someone else's race.
+      if (claim === 'lease') return { claim: 'held' };
+      return { claim };
     },
 
     async renewLease(runId, executionId, owner, until) {

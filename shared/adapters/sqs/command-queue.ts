@@ -1,5 +1,5 @@
 import { GetQueueUrlCommand, SendMessageBatchCommand, type SQSClient, SQSServiceException } from '@aws-sdk/client-sqs';
-import type { CommandQueue, RejectedCommand } from '../../app/interpreter.js';
+import type { CommandQueue, RejectedCommand } from '../../app/ports/interpreter.js';
 import type { StepCommand } from '../../domain/messages.js';
 import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
 import { MAX_BATCH_BYTES, MAX_COMMAND_BYTES, stepQueueName } from '../../resources/queues.js';

@@ -303,13 +303,14 @@ export function makeInMemoryStores(): {
     },
 
     async acquireLease(runId, executionId, owner, now, leaseMs) {
-      count('get');
+      // One conditional update; the read happens only when it is refused, as in DynamoDB.
+      count('update');
       const current = executions.get(executionId);
-      if (!current || current.runId !== runId) return { claim: 'ended' };
-      const claim = leaseClaimOf(current, now);
+      const claim = current && current.runId === runId ? leaseClaimOf(current, now) : 'ended';
+      if (claim !== 'lease') count('get');
+      if (!current || claim === 'ended') return { claim: 'ended' };
       if (claim === 'lost') return { claim, execution: clone(current) };
       if (claim !== 'lease') return { claim };
-      count('update');
       const leased: StepExecution = {
         ...current,
         status: 'leased',

@@ -1,0 +1,25 @@
+import type { Json } from '../../domain/canonical.js';
+import type { StepCommand } from '../../domain/messages.js';
+import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
+
+/** A command the queue refused for good: sending it again cannot succeed. */
+export interface RejectedCommand {
+  readonly executionId: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Sends step commands to a sandbox profile's queue. */
+export interface CommandQueue {
+  /**
+   * Resolves the commands the queue refused for good (too large, contents it cannot carry);
+   * throws when the queue stays unavailable, so the interpreter tries again after a back-off.
+   */
+  send(profile: SandboxProfileName, commands: readonly StepCommand[]): Promise<readonly RejectedCommand[]>;
+}
+
+/** Resumes a waiting interpreter task. */
+export interface TaskCallbacks {
+  succeed(taskToken: string, output: Record<string, Json>): Promise<void>;
+  fail(taskToken: string, error: string, cause: string): Promise<void>;
+}

@@ -1,0 +1,37 @@
+import type { Json } from './canonical.js';
+import { durationMs } from './duration.js';
+import type { Run, StepExecution } from './entities.js';
+import type { StepCommand } from './messages.js';
+import type { Runbook, Step } from './runbook.js';
+import { substitute } from './template.js';
+
+/** The command for one step (or its rollback) on one target, with the run's inputs substituted. */
+export function commandFor(runbook: Runbook, run: Run, step: Step, execution: StepExecution): StepCommand {
+  const body = execution.kind === 'rollback' && step.rollback ? step.rollback : step;
+  const params = substitute(body.params as Json, run.inputs) as Record<string, Json>;
+  return {
+    v: 1,
+    executionId: execution.executionId,
+    runId: run.runId,
+    tenantId: run.tenantId,
+    stepId: step.id,
+    kind: execution.kind,
+    targetId: execution.targetId,
+    attempt: execution.attempt,
+    idempotencyKey: execution.idempotencyKey,
+    backend: body.backend,
+    action: body.action,
+    params,
+    timeoutMs: durationMs(body.timeout ?? step.timeout),
+    secrets: body.secrets,
+    sandboxProfile: runbook.sandbox_profile,
+    correlationId: run.runId,
+  };
+}
+
+/** The targets of a step; target resolution against the inventory comes with fan-out. */
+export function targetsOf(step: Step): string[] {
+  return step.target
+    ? ['node' in step.target ? step.target.node : 'group' in step.target ? step.target.group : 'all']
+    : ['once'];
+}

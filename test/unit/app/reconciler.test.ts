@@ -1,0 +1,172 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { makeDispatch } from '../../../shared/app/dispatch.js';
+import { makePlanNext } from '../../../shared/app/plan.js';
+import type { ApprovalStore } from '../../../shared/app/ports/approvals.js';
+import {
+  type FakeClock,
+  makeFakeClock,
+  makeInMemoryRunbooks,
+  makeInMemoryWorkers,
+  makeRecordingCallbacks,
+  makeRecordingQueue,
+  type RecordingCallbacks,
+  type RecordingQueue,
+} from '../../../shared/app/ports/in-memory/fakes.js';
+import { makeInMemoryStores } from '../../../shared/app/ports/in-memory/runs.js';
+import type { RunStore } from '../../../shared/app/ports/runs.js';
+import type { RunbookStore, WorkerStore } from '../../../shared/app/ports.js';
+import { type InterpreterControl, makeReconcile } from '../../../shared/app/reconciler.js';
+import { makeRegisterRunbook } from '../../../shared/app/runbooks.js';
+import { createRunBodySchema, makeCreateRun } from '../../../shared/app/runs.js';
+import type { Principal, Worker } from '../../../shared/domain/entities.js';
+import type { StepCommand } from '../../../shared/domain/messages.js';
+import { DEFAULT_POLICY } from '../../../shared/domain/policy.js';
+
+const HEARTBEAT_MS = 5_000;
+const olive: Principal = { subject: 'olive', tenantId: 'acme', roles: ['operator'] };
+
+let clock: FakeClock;
+let runs: RunStore;
+let approvals: ApprovalStore;
+let runbooks: RunbookStore;
+let workers: WorkerStore;
+let queue: RecordingQueue;
+let callbacks: RecordingCallbacks;
+let statuses: Map<string, string>;
+let restarted: string[];
+
+beforeEach(() => {
+  clock = makeFakeClock();
+  ({ runs, approvals } = makeInMemoryStores());
+  runbooks = makeInMemoryRunbooks();
+  workers = makeInMemoryWorkers();
+  queue = makeRecordingQueue();
+  callbacks = makeRecordingCallbacks();
+  statuses = new Map();
+  restarted = [];
+});
+
+const interpreter: InterpreterControl = {
+  executionArnOf: (runId) => `arn:execution:${runId}`,
+  status: async (arn) => statuses.get(arn) ?? 'RUNNING',
+  restart: async (run, at) => {
+    restarted.push(run.runId);
+    return `arn:execution:${run.runId}-r${at.getTime()}`;
+  },
+};
+
+const reconcile = () =>
+  makeReconcile({
+    runs,
+    runbooks,
+    workers,
+    callbacks,
+    approvals,
+    interpreter,
+    clock,
+    heartbeatMs: HEARTBEAT_MS,
+    log: () => undefined,
+  })();
+
+/** A run whose only step was dispatched with `token-1`; resolves its command. */
+async function dispatched(): Promise<StepCommand> {
+  await makeRegisterRunbook({ runbooks, clock })({
+    principal: olive,
+    format: 'json',
+    source: JSON.stringify({
+      name: 'unit',
+      environment: 'dev',
+      sandbox_profile: 'dev-flex',
+      steps: [{ id: 'one', backend: 'test', action: 'echo', params: { message: 'hi' }, retries: 1 }],
+    }),
+  });
+  const create = makeCreateRun({ runbooks, runs, clock, starter: { start: async (run) => `arn:${run.runId}` } });
+  const { runId } = await create({ principal: olive, body: createRunBodySchema.parse({ runbookId: 'unit' }) });
+  const decision = await makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY })(runId);
+  if (decision.action !== 'dispatch') throw new Error('expected a dispatch');
+  await makeDispatch({ runbooks, runs, approvals, clock, callbacks, queue })(runId, decision, 'token-1');
+  const sent = queue.sent[0];
+  if (!sent) throw new Error('nothing was sent');
+  return sent.command;
+}
+
+function worker(workerId: string, more: Partial<Worker> = {}): Worker {
+  const at = clock.now().toISOString();
+  return {
+    workerId,
+    hostname: 'h',
+    pid: 1,
+    sandboxProfile: 'dev-flex',
+    environment: 'dev',
+    backends: {},
+    groups: [],
+    version: 'test',
+    status: 'idle',
+    registeredAt: at,
+    lastHeartbeatAt: at,
+    stats: { cpuPercent: 0, rssBytes: 0, tasksCompleted: 0 },
+    ...more,
+  };
+}
+
+describe('the reconciler', () => {
+  it('declares a worker dead after three missed heartbeats, and only that one', async () => {
+    await workers.register(worker('silent'));
+    clock.advance(3 * HEARTBEAT_MS + 1);
+    await workers.register(worker('beating'));
+    const summary = await reconcile();
+    expect(summary.deadWorkers).toBe(1);
+    const status = new Map((await workers.list()).map((w) => [w.workerId, w.status]));
+    expect(status).toEqual(
+      new Map([
+        ['silent', 'dead'],
+        ['beating', 'idle'],
+      ]),
+    );
+  });
+
+  it('ends an execution whose lease lapsed before it started, and resumes the waiting task once', async () => {
+    const cmd = await dispatched();
+    await runs.acquireLease(cmd.runId, cmd.executionId, 'gone', clock.now(), 10_000);
+    clock.advance(11_000);
+    const summary = await reconcile();
+    expect(summary).toMatchObject({ leasesExpired: 1, recovered: 1 });
+    expect(await runs.execution(cmd.runId, cmd.executionId)).toMatchObject({
+      status: 'expired',
+      error: { code: 'LEASE_EXPIRED' },
+    });
+    expect(callbacks.succeeded.map((c) => c.taskToken)).toEqual(['token-1']);
+    expect(await reconcile()).toMatchObject({ leasesExpired: 0 });
+    expect(callbacks.succeeded).toHaveLength(1);
+  });
+
+  it('leaves a lease that is being renewed alone', async () => {
+    const cmd = await dispatched();
+    await runs.acquireLease(cmd.runId, cmd.executionId, 'alive', clock.now(), 10_000);
+    clock.advance(9_000);
+    await runs.renewLease(cmd.runId, cmd.executionId, 'alive', new Date(clock.now().getTime() + 10_000));
+    clock.advance(9_000);
+    expect(await reconcile()).toMatchObject({ leasesExpired: 0 });
+    expect(await runs.execution(cmd.runId, cmd.executionId)).toMatchObject({ status: 'leased', leaseOwner: 'alive' });
+  });
+
+  it('sets a worker idle that shows busy with an execution it does not hold', async () => {
+    const cmd = await dispatched();
+    await workers.register(worker('confused', { status: 'busy', currentExecutionId: cmd.executionId }));
+    const summary = await reconcile();
+    expect(summary.statesFixed).toBeGreaterThanOrEqual(1);
+    expect((await workers.list())[0]).toMatchObject({ workerId: 'confused', status: 'idle' });
+  });
+
+  it('restarts the interpreter of a quiet run whose execution ended, deriving its first execution', async () => {
+    const cmd = await dispatched();
+    statuses.set(`arn:execution:${cmd.runId}`, 'FAILED');
+    clock.advance(61_000);
+    expect((await reconcile()).statesFixed).toBeGreaterThanOrEqual(1);
+    expect(restarted).toEqual([cmd.runId]);
+    expect((await runs.load(cmd.runId))?.executionArn).toMatch(new RegExp(`${cmd.runId}-r\\d+$`));
+    clock.advance(61_000);
+    await reconcile();
+    expect(restarted).toEqual([cmd.runId]);
+  });
+});
