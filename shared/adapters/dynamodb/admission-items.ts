@@ -1,5 +1,7 @@
 import type { AdmissionWrite } from '../../app/ports/admission.js';
-import type { TransactItem } from './transaction.js';
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** The partition holding a tenant's admission cells. */
 export const admissionKey = (tenantId: string) => `ADMISSION#${tenantId}`;
