@@ -12,7 +12,7 @@ import { breakerCell, bucketCell, controlLogEntry, readControls } from './admiss
 import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterCell } from './ports/admission.js';
 import type { RunStore } from './ports/runs.js';
 import type { Clock } from './ports.js';
-import type { RunStarter } from './runs.js';
+import type { RunStarter } from './ports/interpreter.js';
 
 export interface AdmissionDeps {
   readonly runs: RunStore;

@@ -26,9 +26,9 @@ import { wakeAll } from './waits.js';
 import { cancelChange, rollbackChange } from './run-requests.js';
 
 /** Starts the interpreter for a run; the execution name is the run id, so a retry cannot start it twice. */
-export interface RunStarter {
-  start(run: Pick<Run, 'runId' | 'tenantId'>): Promise<string>;
-}
+import type { RunStarter } from './ports/interpreter.js';
+
+export type { RunStarter };
 
 export interface RunDeps {
   readonly runbooks: RunbookStore;

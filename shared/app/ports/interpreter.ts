@@ -1,3 +1,4 @@
+import type { Run } from '../../domain/entities.js';
 import type { Json } from '../../domain/canonical.js';
 import type { StepCommand } from '../../domain/messages.js';
 import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
@@ -22,4 +23,9 @@ export interface CommandQueue {
 export interface TaskCallbacks {
   succeed(taskToken: string, output: Record<string, Json>): Promise<void>;
   fail(taskToken: string, error: string, cause: string): Promise<void>;
+}
+
+/** Starts a run's interpreter execution, named for the run (starting twice is a no-op); answers its ARN. */
+export interface RunStarter {
+  start(run: Pick<Run, 'runId' | 'tenantId'>): Promise<string>;
 }
