@@ -54,6 +54,7 @@ async function main(): Promise<void> {
   const shown = relative(ROOT, stateDir);
   const home = shown.startsWith('..') ? stateDir : shown || '.';
   log(`Capstan local stack ready in ${seconds} s
+  console          ${stack.restUrl.replace(/\/v1$/, '')}/   (sign in as a development identity)
   REST API         ${stack.restUrl}   (health: ${stack.restUrl}/health)
   WebSocket        ${stack.wsUrl}?token=<JWT>
   DynamoDB         ${e.DYNAMODB}   data in ${home}/data/
