@@ -1,17 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DescribeExecutionCommand, GetExecutionHistoryCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { DeleteQueueCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_IDENTITIES } from '../../local/issuer.js';
-import { type LocalStack, PREFIX, REGION, startLocalStack } from '../../local/stack.js';
+import { type LocalStack, PREFIX, REGION } from '../../local/stack.js';
 import type { Json } from '../../shared/domain/canonical.js';
 import type { Run } from '../../shared/domain/entities.js';
 import { stepQueueName } from '../../shared/resources/queues.js';
-import { freePortBlock } from '../support/local-dynamodb.js';
 import { callApi, until as waitUntil } from '../support/stack-api.js';
+import { startTestStack, stopTestStack } from '../support/test-stack.js';
 
 /**
  * Runs whose commands a queue cannot carry, on the local stack. Their inputs are written to the
@@ -24,22 +21,17 @@ let sfn: SFNClient;
 const log: string[] = [];
 
 beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), 'capstan-dispatch-'));
-  stack = await startLocalStack({
-    port: await freePortBlock(),
-    stateDir: home,
-    fresh: true,
+  ({ stack, home } = await startTestStack('dispatch', {
     workers: { 'dev-flex': 1 },
     reconcileIntervalMs: 3_600_000,
     log: (line) => log.push(line),
-  });
+  }));
   const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
   sfn = new SFNClient({ endpoint: stack.endpoints.SFN, region: REGION, credentials });
 }, 90_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  rmSync(home, { recursive: true, force: true });
+  await stopTestStack(stack, home);
 });
 
 const token = () => stack.issuer.tokens.operator ?? '';

@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { gunzipSync } from 'node:zlib';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalStack, startLocalStack } from '../../local/stack.js';
+import { type LocalStack } from '../../local/stack.js';
 import { checkBundle } from '../../shared/domain/evidence/check.js';
 import { readTar } from '../../shared/domain/evidence/tar.js';
 import type { RunEvent } from '../../shared/domain/events.js';
@@ -18,8 +15,8 @@ import {
   textOf,
   unpack,
 } from '../support/evidence-bundles.js';
-import { freePortBlock } from '../support/local-dynamodb.js';
 import { callApi, until as waitUntil } from '../support/stack-api.js';
+import { startTestStack, stopTestStack } from '../support/test-stack.js';
 
 /**
  * Evidence on the local stack: a run with an approval, a retry and a rollback gives a bundle
@@ -31,21 +28,16 @@ let home: string;
 const log: string[] = [];
 
 beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), 'capstan-evidence-'));
-  stack = await startLocalStack({
-    port: await freePortBlock(),
-    stateDir: home,
-    fresh: true,
+  ({ stack, home } = await startTestStack('evidence', {
     workers: { 'dev-flex': 2 },
     reconcileIntervalMs: 60_000,
     env: { CAPSTAN_WORKER_HEARTBEAT_SECONDS: '2' },
     log: (line) => log.push(line),
-  });
+  }));
 }, 90_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  rmSync(home, { recursive: true, force: true });
+  await stopTestStack(stack, home);
 });
 
 const as = (who: string) => stack.issuer.tokens[who] ?? '';

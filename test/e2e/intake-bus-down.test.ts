@@ -1,32 +1,26 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type LocalStack, startLocalStack } from '../../local/stack.js';
-import { freePortBlock } from '../support/local-dynamodb.js';
+import { type LocalStack } from '../../local/stack.js';
 import { callApi, until } from '../support/stack-api.js';
+import { startTestStack, stopTestStack } from '../support/test-stack.js';
 
 let stack: LocalStack;
 let home: string;
 const log: string[] = [];
 
 beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), 'capstan-bus-down-'));
-  stack = await startLocalStack({
-    port: await freePortBlock(),
-    stateDir: home,
-    fresh: true,
+  ({ stack, home } = await startTestStack('bus-down', {
     workers: { 'dev-flex': 1 },
     reconcileIntervalMs: 3_600_000,
     // The functions' bus is unreachable: every lifecycle publication fails.
     env: { AWS_ENDPOINT_URL_EVENTBRIDGE: 'http://127.0.0.1:9' },
     log: (line) => log.push(line),
-  });
+  }));
 }, 90_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  rmSync(home, { recursive: true, force: true });
+  await stopTestStack(stack, home);
 });
 
 it('ends a run normally while the event bus refuses every lifecycle event', async () => {

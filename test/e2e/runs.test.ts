@@ -1,17 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { type LocalStack, LOCAL_NAMES, startLocalStack } from '../../local/stack.js';
+import { type LocalStack, LOCAL_NAMES } from '../../local/stack.js';
 import { makeCounters } from '../../shared/adapters/dynamodb/counters.js';
 import { verifyChain, type RunEvent } from '../../shared/domain/events.js';
-import { freePortBlock } from '../support/local-dynamodb.js';
 import { callApi } from '../support/stack-api.js';
 import { startRelayedWorker } from '../support/relayed-worker.js';
 import { makeTestBackend } from '../../worker-container/backends/test.js';
+import { startTestStack, stopTestStack } from '../support/test-stack.js';
 
 let stack: LocalStack;
 let home: string;
@@ -20,22 +17,17 @@ let otherTenant: string;
 const log: string[] = [];
 
 beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), 'capstan-runs-'));
-  stack = await startLocalStack({
-    port: await freePortBlock(),
-    stateDir: home,
-    fresh: true,
+  ({ stack, home } = await startTestStack('runs', {
     workers: { 'dev-flex': 1 },
     reconcileIntervalMs: 3_600_000,
     log: (line) => log.push(line),
-  });
+  }));
   token = stack.issuer.tokens.operator!;
   otherTenant = stack.issuer.tokens.otherTenant!;
 }, 60_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  rmSync(home, { recursive: true, force: true });
+  await stopTestStack(stack, home);
 });
 
 const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}, as = token) =>

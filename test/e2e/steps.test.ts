@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalStack, startLocalStack } from '../../local/stack.js';
+import { type LocalStack } from '../../local/stack.js';
 import { type RunEvent, verifyChain } from '../../shared/domain/events.js';
-import { freePortBlock } from '../support/local-dynamodb.js';
 import { callApi, until } from '../support/stack-api.js';
+import { startTestStack, stopTestStack } from '../support/test-stack.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 /** The worker's documented per-execution output cap (docs/backends.md). */
@@ -17,11 +15,7 @@ let token: string;
 const log: string[] = [];
 
 beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), 'capstan-steps-'));
-  stack = await startLocalStack({
-    port: await freePortBlock(),
-    stateDir: home,
-    fresh: true,
+  ({ stack, home } = await startTestStack('steps', {
     workers: { 'dev-flex': 1 },
     reconcileIntervalMs: 3_600_000,
     env: {
@@ -30,13 +24,12 @@ beforeAll(async () => {
       CAPSTAN_POLICY: JSON.stringify({ version: 1, twoKey: { destructive: false } }),
     },
     log: (line) => log.push(line),
-  });
+  }));
   token = stack.issuer.tokens.operator!;
 }, 60_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  rmSync(home, { recursive: true, force: true });
+  await stopTestStack(stack, home);
 });
 
 const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>

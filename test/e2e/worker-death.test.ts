@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalStack, startLocalStack } from '../../local/stack.js';
+import { type LocalStack } from '../../local/stack.js';
 import type { RunEvent } from '../../shared/domain/events.js';
-import { freePortBlock } from '../support/local-dynamodb.js';
 import { callApi, until as waitUntil } from '../support/stack-api.js';
+import { startTestStack, stopTestStack } from '../support/test-stack.js';
 
 /**
  * The default configuration: 15 s heartbeat, 30 s lease, a reconciler sweep every 60 s. A lease
@@ -18,22 +15,17 @@ let token: string;
 const log: string[] = [];
 
 beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), 'capstan-death-'));
-  stack = await startLocalStack({
-    port: await freePortBlock(),
-    stateDir: home,
-    fresh: true,
+  ({ stack, home } = await startTestStack('death', {
     workers: { 'dev-flex': 2 },
     reconcileIntervalMs: 60_000,
     env: { POWERTOOLS_LOG_LEVEL: 'INFO' },
     log: (line) => log.push(line),
-  });
+  }));
   token = stack.issuer.tokens.operator ?? '';
 }, 60_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  rmSync(home, { recursive: true, force: true });
+  await stopTestStack(stack, home);
 });
 
 const api = (method: string, path: string, body?: unknown) => callApi(stack.restUrl, token, method, path, body);
