@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorInfoSchema } from './entities.js';
+import { resolvedTargetSchema } from './inventory.js';
 import { sandboxProfileNameSchema } from './sandbox-profiles.js';
 
 /** The command a worker receives from its profile's queue: one step on one target, one attempt. */
@@ -20,6 +21,11 @@ export const stepCommandSchema = z.strictObject({
   secrets: z.array(z.string()),
   sandboxProfile: sandboxProfileNameSchema,
   correlationId: z.string().optional(),
+  /**
+   * The node the command acts on, when the step has a target: an agent node's command goes to that
+   * node's own queue; a declared node's to the profile's queue, for any of its workers.
+   */
+  target: resolvedTargetSchema.optional(),
 });
 export type StepCommand = z.infer<typeof stepCommandSchema>;
 

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import type { Target } from './runbook.js';
+
+/** A node id as the inventory and step targets name it: a host name, instance id or service name. */
+export const nodeIdSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+    'must be 1-128 letters, digits, ., _, : or -, starting with a letter or digit',
+  );
+
+export const groupNameSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/,
+    'must be 1-63 letters, digits, ., _ or -, starting with a letter or digit',
+  );
+
+/** What a step may read of a node as `{{ target.attributes.<key> }}`: plain strings, never code. */
+export const nodeAttributesSchema = z.record(
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be an identifier'),
+  z.string().max(1024),
+);
+
+/**
+ * A node of a tenant's inventory (brief: "Inventory and targets"). An agent node is a worker
+ * started with `CAPSTAN_NODE_ID` that registered itself, and commands addressed to it reach that
+ * worker only; a declared node is a host, instance or service a profile's workers act on remotely.
+ */
+export const inventoryNodeSchema = z.strictObject({
+  id: nodeIdSchema,
+  tenantId: z.string().min(1),
+  groups: z.array(groupNameSchema).max(50),
+  attributes: nodeAttributesSchema,
+  source: z.enum(['agent', 'declared']),
+  /** Agents: from their heartbeats. Declared nodes are always online. */
+  status: z.enum(['online', 'offline']),
+  lastSeen: z.iso.datetime(),
+});
+export type InventoryNode = z.infer<typeof inventoryNodeSchema>;
+
+/** One resolved target of a step, as its command carries it. */
+export const resolvedTargetSchema = z.strictObject({
+  id: nodeIdSchema,
+  source: z.enum(['agent', 'declared']),
+  attributes: nodeAttributesSchema,
+});
+export type ResolvedTarget = z.infer<typeof resolvedTargetSchema>;
+
+/**
+ * The nodes a step's target names, in id order: every node for `{all: true}`, the group's
+ * members, or the one node. An empty list when nothing matches (the caller decides what that
+ * means); the list is fixed at the step's first dispatch, so a node added later is not included.
+ */
+export function resolveTarget(target: Target, nodes: readonly InventoryNode[]): InventoryNode[] {
+  const matches =
+    'all' in target
+      ? nodes
+      : 'group' in target
+        ? nodes.filter((n) => n.groups.includes(target.group))
+        : nodes.filter((n) => n.id === target.node);
+  return [...matches].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** What a target selector says, for messages: `group web`, `node web-01`, `all nodes`. */
+export function describeTarget(target: Target): string {
+  return 'all' in target ? 'all nodes' : 'group' in target ? `group ${target.group}` : `node ${target.node}`;
+}
