@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Target } from './runbook.js';
+import { livenessOf } from './workers.js';
 
 /** A node id as the inventory and step targets name it: a host name, instance id or service name. */
 export const nodeIdSchema = z
@@ -38,6 +39,35 @@ export const inventoryNodeSchema = z.strictObject({
   lastSeen: z.iso.datetime(),
 });
 export type InventoryNode = z.infer<typeof inventoryNodeSchema>;
+
+/**
+ * A node as the inventory keeps it. Its status is not stored: an agent's is derived from
+ * `lastSeen` when read (its heartbeats), so a silent agent shows offline without anyone writing.
+ */
+export const storedNodeSchema = inventoryNodeSchema.omit({ status: true }).extend({
+  /** The worker process that registered an agent node; a heartbeat of another worker is refused. */
+  workerId: z.string().min(1).optional(),
+  /** An agent node whose worker drained: offline until a worker registers it again. */
+  deregistered: z.boolean().optional(),
+});
+export type StoredNode = z.infer<typeof storedNodeSchema>;
+
+/** What a declared node is given by an admin: the rest is the inventory's. */
+export type NodeDeclaration = Pick<InventoryNode, 'id' | 'tenantId' | 'groups' | 'attributes'>;
+
+/** What an agent worker registers for its node. */
+export type AgentRegistration = NodeDeclaration & { readonly workerId: string };
+
+/**
+ * A stored node as seen at `now`: a declared node is always online; an agent node is offline
+ * once it deregistered or missed `MISSED_BEATS_OFFLINE` heartbeats (the workers' own rule).
+ */
+export function nodeAsOf(node: StoredNode, now: Date, heartbeatMs: number): InventoryNode {
+  const { workerId: _workerId, deregistered, ...rest } = node;
+  const silent = livenessOf({ status: 'idle', lastHeartbeatAt: node.lastSeen }, now, heartbeatMs).status === 'offline';
+  const online = node.source === 'declared' || (deregistered !== true && !silent);
+  return { ...rest, status: online ? 'online' : 'offline' };
+}
 
 /** One resolved target of a step, as its command carries it. */
 export const resolvedTargetSchema = z.strictObject({

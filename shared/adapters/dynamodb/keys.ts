@@ -32,3 +32,7 @@ export const indexes = {
 } as const;
 
 export const leaseIndexSk = (until: string, runId: string, executionId: string) => `${until}#${runId}#${executionId}`;
+
+/** A tenant's inventory: one partition per tenant, so a listing can only ever read that tenant's nodes. */
+export const inventoryKey = (tenantId: string) => `TENANT#${tenantId}#NODES`;
+export const nodeSk = (nodeId: string) => `NODE#${nodeId}`;
