@@ -23,6 +23,7 @@ import { makeDynamoRunbookStore } from '../shared/adapters/dynamodb/runbook-stor
 import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
 import { makeSfnCallbacks, makeSfnInterpreterControl, makeSfnRunStarter } from '../shared/adapters/sfn.js';
 import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
+import { makeDynamoInventoryStore } from '../shared/adapters/dynamodb/inventory-store.js';
 import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
 import { cachingVersions } from '../shared/app/runbook-cache.js';
 import { config, required } from '../shared/config.js';
@@ -137,6 +138,16 @@ export const workerDeps = () => ({
   heartbeatMs: config().CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000,
   platformTenant: config().CAPSTAN_PLATFORM_TENANT,
 });
+
+/** The tenants' inventory in the state table; Dispatch reads it through `InventoryReader`. */
+export const inventoryStore = () =>
+  makeDynamoInventoryStore(documentClient, config().CAPSTAN_STATE_TABLE, {
+    clock: systemClock,
+    heartbeatMs: config().CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000,
+  });
+
+/** For the inventory routes. */
+export const inventoryDeps = () => ({ inventory: inventoryStore(), clock: systemClock });
 
 /** For the reconciler: the interpreter's ports, the worker registry, and the state machine itself. */
 export const reconcilerDeps = () => ({

@@ -1,8 +1,9 @@
 import type { Role } from '../domain/entities.js';
 import * as admission from './admission-schemas.js';
 import * as api from './api-schemas.js';
+import * as inventory from './inventory-schemas.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * The REST routes (brief: "Contracts"). Each names its handler module under
@@ -105,6 +106,47 @@ const ADMISSION_ROUTES: readonly RouteSpec[] = [
       params: admission.breakerPathSchema,
       body: { schema: admission.breakerResetBodySchema },
       response: { status: 200, schema: admission.breakerStateSchema },
+    },
+  },
+];
+
+/** The tenant's inventory (brief: "Inventory and targets"): declared nodes and agent nodes. */
+const INVENTORY_ROUTES: readonly RouteSpec[] = [
+  {
+    method: 'GET',
+    path: '/v1/inventory',
+    handler: 'list-inventory',
+    authorized: true,
+    roles: ANY_ROLE,
+    schemas: {
+      summary: "The tenant's nodes (optionally one group's) with their status as of now",
+      query: inventory.inventoryQuerySchema,
+      response: { status: 200, schema: inventory.inventoryListSchema },
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/v1/inventory/nodes/{id}',
+    handler: 'put-node',
+    authorized: true,
+    roles: ADMIN,
+    schemas: {
+      summary: "Declare a node the profile's workers act on remotely (409 when an agent node has the id)",
+      params: inventory.nodePathSchema,
+      body: { schema: inventory.declareNodeBodySchema },
+      response: { status: 201, alsoStatus: 200, schema: inventory.declaredNodeSchema },
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/inventory/nodes/{id}',
+    handler: 'delete-node',
+    authorized: true,
+    roles: ADMIN,
+    schemas: {
+      summary: 'Remove a node from the inventory',
+      params: inventory.nodePathSchema,
+      response: { status: 200, schema: inventory.removedNodeSchema },
     },
   },
 ];
@@ -411,6 +453,7 @@ export const ROUTES: readonly RouteSpec[] = [
     },
   },
   ...ADMISSION_ROUTES,
+  ...INVENTORY_ROUTES,
 ];
 
 const templates = ROUTES.map((spec) => ({
