@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { SandboxProfileName } from '../domain/sandbox-profiles.js';
 
 /** Name of a sandbox profile's step queue; the same in AWS and locally. */
@@ -23,3 +24,18 @@ export const RECEIVE_WAIT_SECONDS = 20;
 export const MAX_COMMAND_BYTES = 256 * 1024;
 /** The most bytes one SendMessageBatch request may carry. */
 export const MAX_BATCH_BYTES = 1024 * 1024;
+
+/** Every agent node's queue name starts with this, which is what IAM grants on. */
+export const nodeQueuePrefix = (prefix: string) => `${prefix}-node-`;
+
+/**
+ * Name of an agent node's own step queue. SQS names take 80 letters, digits, `-` and `_`, and a
+ * node id may be longer or hold `.` and `:`, so the name carries a hash of tenant and node (which
+ * keeps two tenants' `web-1` apart) and, for people reading a console, as much of the id as fits.
+ */
+export function nodeQueueName(prefix: string, tenantId: string, nodeId: string): string {
+  const hash = createHash('sha256').update(`${tenantId}\n${nodeId}`).digest('hex').slice(0, 16);
+  const head = `${nodeQueuePrefix(prefix)}${hash}`;
+  const room = 80 - head.length - 1;
+  return room > 0 ? `${head}-${nodeId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, room)}` : head.slice(0, 80);
+}

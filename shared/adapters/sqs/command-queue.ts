@@ -1,8 +1,14 @@
-import { GetQueueUrlCommand, SendMessageBatchCommand, type SQSClient, SQSServiceException } from '@aws-sdk/client-sqs';
+import {
+  GetQueueUrlCommand,
+  QueueDoesNotExist,
+  SendMessageBatchCommand,
+  type SQSClient,
+  SQSServiceException,
+} from '@aws-sdk/client-sqs';
 import type { CommandQueue, RejectedCommand } from '../../app/ports/interpreter.js';
 import type { StepCommand } from '../../domain/messages.js';
 import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
-import { MAX_BATCH_BYTES, MAX_COMMAND_BYTES, stepQueueName } from '../../resources/queues.js';
+import { MAX_BATCH_BYTES, MAX_COMMAND_BYTES, nodeQueueName, stepQueueName } from '../../resources/queues.js';
 import { TransientQueueError } from '../../app/dispatch-errors.js';
 import { queueSafeJson } from './message-body.js';
 
@@ -122,36 +128,76 @@ export function makeSqsCommandQueue(
     }
   }
 
+  /** Sends entries to one queue, again with back-off while the queue fails on its side. */
+  async function sendTo(QueueUrl: string, entries: readonly Entry[]): Promise<RejectedCommand[]> {
+    const rejected: RejectedCommand[] = [];
+    let pending = [...entries];
+    let cause: string | undefined;
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt >= attempts)
+        throw new TransientQueueError(
+          `${pending.length} command(s) not queued after ${attempts} attempts: ${cause ?? 'unknown'}`,
+        );
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * backoffMs * 2 ** (attempt - 1)));
+      const results = await Promise.all(batches(pending).map((batch) => sendBatch(QueueUrl, batch)));
+      rejected.push(...results.flatMap((r) => r.rejected));
+      pending = results.flatMap((r) => r.retry);
+      cause = results.find((r) => r.cause !== undefined)?.cause ?? cause;
+    }
+    return rejected;
+  }
+
+  /**
+   * An agent node's queue, or a rejection for every entry when there is none: the agent never
+   * registered (its worker creates the queue), so nothing could ever receive the command.
+   */
+  async function sendToNode(queueName: string, nodeId: string, entries: readonly Entry[]) {
+    let QueueUrl: string;
+    try {
+      QueueUrl = await urlOf(queueName);
+    } catch (error) {
+      if (!(error instanceof QueueDoesNotExist)) throw error;
+      return entries.map((entry): RejectedCommand => ({
+        executionId: entry.executionId,
+        code: 'NODE_QUEUE_MISSING',
+        message: `agent node '${nodeId}' has no queue: no worker has registered it`,
+      }));
+    }
+    return sendTo(QueueUrl, entries);
+  }
+
   return {
+    /**
+     * Sends each command to where it must go: an agent node's command to that node's own queue
+     * (only its worker receives from it), every other command to the profile's queue.
+     */
     async send(profile: SandboxProfileName, commands: readonly StepCommand[]) {
       const rejected: RejectedCommand[] = [];
-      let pending: Entry[] = [];
+      const byQueue = new Map<string, { nodeId?: string; entries: Entry[] }>();
       for (const command of commands) {
         const body = queueSafeJson(command);
         const bytes = Buffer.byteLength(body);
-        if (bytes > MAX_COMMAND_BYTES)
+        if (bytes > MAX_COMMAND_BYTES) {
           rejected.push({
             executionId: command.executionId,
             code: 'MESSAGE_TOO_LARGE',
             message: `the command is ${bytes} bytes; a queue message may carry at most ${MAX_COMMAND_BYTES}`,
           });
-        else pending.push({ executionId: command.executionId, body });
+          continue;
+        }
+        const nodeId = command.target?.source === 'agent' ? command.target.id : undefined;
+        const queue =
+          nodeId === undefined ? stepQueueName(prefix, profile) : nodeQueueName(prefix, command.tenantId, nodeId);
+        const group = byQueue.get(queue) ?? { ...(nodeId !== undefined && { nodeId }), entries: [] };
+        group.entries.push({ executionId: command.executionId, body });
+        byQueue.set(queue, group);
       }
-      if (pending.length === 0) return rejected;
-      const QueueUrl = await urlOf(stepQueueName(prefix, profile));
-      let cause: string | undefined;
-      for (let attempt = 0; pending.length > 0; attempt++) {
-        if (attempt >= attempts)
-          throw new TransientQueueError(
-            `${pending.length} command(s) not queued after ${attempts} attempts: ${cause ?? 'unknown'}`,
-          );
-        if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * backoffMs * 2 ** (attempt - 1)));
-        const results = await Promise.all(batches(pending).map((batch) => sendBatch(QueueUrl, batch)));
-        rejected.push(...results.flatMap((r) => r.rejected));
-        pending = results.flatMap((r) => r.retry);
-        cause = results.find((r) => r.cause !== undefined)?.cause ?? cause;
-      }
-      return rejected;
+      const results = await Promise.all(
+        [...byQueue].map(async ([queue, { nodeId, entries }]) =>
+          nodeId === undefined ? sendTo(await urlOf(queue), entries) : sendToNode(queue, nodeId, entries),
+        ),
+      );
+      return [...rejected, ...results.flat()];
     },
   };
 }
