@@ -37,6 +37,10 @@ import { makeScriptBackend } from './backends/script.js';
 import { makeTestBackend } from './backends/test.js';
 import { makeArtifactStore } from './artifacts.js';
 import { Worker } from './worker.js';
+import { makeFanout } from '../shared/app/fanout.js';
+import { cachingVersions } from '../shared/app/runbook-cache.js';
+import { makeDynamoRunbookStore } from '../shared/adapters/dynamodb/runbook-store.js';
+import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
 
 async function main(): Promise<void> {
   const env = workerConfig();
@@ -47,7 +51,15 @@ async function main(): Promise<void> {
   const metrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-worker' });
   const runs = makeRunStore(documentClient, { state: CAPSTAN_STATE_TABLE, events: CAPSTAN_EVENTS_TABLE });
   const callbacks = makeSfnCallbacks(sfnClient());
-  const results = makeStepResults({ runs, callbacks, clock: systemClock });
+  // A result may start a fan-out unit's next targets, or a pipeline target's next sub-step.
+  const fanout = makeFanout({
+    runs,
+    runbooks: cachingVersions(makeDynamoRunbookStore(documentClient, CAPSTAN_STATE_TABLE)),
+    queue: makeSqsCommandQueue(sqsClient(), CAPSTAN_PREFIX),
+    callbacks,
+    clock: systemClock,
+  });
+  const results = makeStepResults({ runs, callbacks, clock: systemClock, fanout });
   const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
   const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
   const taskArn = await ecsTaskArn(env.ECS_CONTAINER_METADATA_URI_V4);

@@ -1,13 +1,14 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { makeDispatch } from '../../shared/app/dispatch.js';
-import { interpreterDeps } from '../dependencies.js';
+import { interpreterDeps, inventoryStore } from '../dependencies.js';
 import { waitingTaskInputSchema } from './task-input.js';
 
 const logger = new Logger({ serviceName: 'capstan-dispatch' });
 const metrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-dispatch' });
 const dispatch = makeDispatch({
   ...interpreterDeps(),
+  inventory: inventoryStore(),
   onViolation: (violation) => {
     logger.warn('sandbox violation refused at dispatch', violation);
     metrics.addDimensions({ sandboxProfile: violation.profile, enforcedBy: 'dispatcher' });

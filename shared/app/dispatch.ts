@@ -1,15 +1,18 @@
 import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalStore } from './ports/approvals.js';
 import { writes } from './ports/writes.js';
+import { admittedBy } from './admitted.js';
+import { isFanoutUnit, makeFanoutDispatch } from './dispatch-fanout.js';
+import { makeFanout } from './fanout.js';
+import type { InventoryReader } from './ports/inventory.js';
 import { StaleWriteError } from '../domain/errors.js';
-import { autoApprove } from '../domain/approvals.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
 import type { Aggregate } from '../domain/step-records.js';
 import type { StepCommand } from '../domain/messages.js';
 import type { PlanDecision } from '../domain/planner.js';
 import { allSteps } from '../domain/runbook.js';
 import { profileAllows, SANDBOX_PROFILES, type SandboxProfileName } from '../domain/sandbox-profiles.js';
-import { commandFor, targetsOf } from '../domain/step-command.js';
+import { commandFor, ONCE } from '../domain/step-command.js';
 import type { InterpreterDeps } from './plan.js';
 import { runbookOf } from './runs.js';
 import { draft } from './drafts.js';
@@ -19,6 +22,8 @@ export interface DispatchDeps extends InterpreterDeps {
   readonly approvals: ApprovalStore;
   readonly queue: CommandQueue;
   readonly callbacks: TaskCallbacks;
+  /** The tenant's nodes, which a step's target resolves against at its first dispatch. */
+  readonly inventory: InventoryReader;
 }
 
 /**
@@ -29,6 +34,7 @@ export interface DispatchDeps extends InterpreterDeps {
  * already completed resumes the execution at once.
  */
 export function makeDispatch(deps: DispatchDeps) {
+  const dispatchUnit = makeFanoutDispatch({ ...deps, fanout: makeFanout(deps) });
   /**
    * Records a step that may not run as failed for good, and resumes: denied by the policy (with
    * `policy.decided`), or not allowed by the sandbox profile (with `sandbox.violation` too).
@@ -107,6 +113,7 @@ export function makeDispatch(deps: DispatchDeps) {
     const runbook = await runbookOf(deps.runbooks, record.run);
     const step = allSteps(runbook).find((s) => s.step.id === decision.stepId)?.step;
     if (!step) throw new Error(`run ${runId} has no step ${decision.stepId}`);
+    if (isFanoutUnit(runbook, step)) return dispatchUnit(record, runbook, step, decision, taskToken);
     const { kind, attempt } = decision;
     const now = deps.clock.now().toISOString();
 
@@ -121,7 +128,7 @@ export function makeDispatch(deps: DispatchDeps) {
     let fresh: { aggregate: Aggregate; executions: readonly StepExecution[] } | undefined;
     let writtenEarlier = false;
     if (!existing) {
-      const targets = targetsOf(step);
+      const targets = [ONCE];
       const executions: StepExecution[] = targets.map((targetId) => ({
         executionId: `${runId}.${kind}.${step.id}.${attempt}.${targetId}`,
         runId,
@@ -155,24 +162,7 @@ export function makeDispatch(deps: DispatchDeps) {
         if (await refuse(step.id, kind, attempt, executions, body, profile, refusal, now, taskToken)) return;
         writtenEarlier = true;
       }
-      const auto = policy?.autoApproved;
-      const approvedByPolicy =
-        auto &&
-        autoApprove(
-          {
-            gate: auto,
-            round: auto.round,
-            run: record.run,
-            stepId: step.id,
-            proposedAction: `${body.backend}.${body.action}`,
-            rule: policy.rule,
-            reason: policy.reason,
-            now: deps.clock.now(),
-            slaSeconds: 0,
-            hardLimitSeconds: 0,
-          },
-          auto,
-        );
+      const admitted = admittedBy(record.run, step.id, body, policy, deps.clock.now());
       const written: Aggregate = {
         kind,
         stepId: step.id,
@@ -191,37 +181,7 @@ export function makeDispatch(deps: DispatchDeps) {
             () => ({
               run: { currentStepId: step.id, updatedAt: now },
               events: [
-                ...(policy
-                  ? [
-                      draft(
-                        'policy.decided',
-                        now,
-                        {
-                          outcome: 'allow',
-                          rule: policy.rule,
-                          reason: policy.reason,
-                          ...(policy.approvalId !== undefined && { approvalId: policy.approvalId }),
-                        },
-                        { stepId: step.id },
-                      ),
-                    ]
-                  : []),
-                ...(approvedByPolicy
-                  ? [
-                      draft(
-                        'approval.resolved',
-                        now,
-                        {
-                          approvalId: approvedByPolicy.approvalId,
-                          status: 'approved',
-                          byPolicy: true,
-                          confidence: auto.confidence,
-                          threshold: auto.threshold,
-                        },
-                        { stepId: step.id },
-                      ),
-                    ]
-                  : []),
+                ...admitted.events,
                 draft(
                   'step.dispatched',
                   now,
@@ -236,7 +196,7 @@ export function makeDispatch(deps: DispatchDeps) {
                 ),
               ],
               writes: [
-                ...(approvedByPolicy ? [writes.putApproval(approvedByPolicy)] : []),
+                ...admitted.writes,
                 ...executions.map((e) => writes.putExecution(e)),
                 writes.putAggregate(runId, written),
               ],

@@ -7,7 +7,7 @@ import { dueTransition, isOpen, requestApproval } from '../domain/approvals.js';
 import type { Approval, Run } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
 import { proposedAction, terminalDecision } from '../domain/plan-outcomes.js';
-import { plan, type PlanDecision } from '../domain/planner.js';
+import { hasFanout, plan, type PlanDecision } from '../domain/planner.js';
 import { approvalDeadlines, DEFAULT_POLICY, policyMayGate, type PolicyDocument } from '../domain/policy.js';
 import { runStateMachine, type RunStatus } from '../domain/statuses.js';
 import { makeApplyDue } from './approval-timer.js';
@@ -89,12 +89,14 @@ export function makePlanNext(deps: PlanDeps) {
     const runbook = await runbookOf(deps.runbooks, loaded.run);
     // A run the policy cannot gate has no approvals (one already waiting on a gate is still looked up).
     const gated = loaded.run.status === 'waiting_for_approval' || policyMayGate(deps.policy, runbook);
+    const fanout = hasFanout(runbook);
     // Each pass reads the run and its executions afresh and commits only against that same state.
     for (let attempt = 0; attempt < 10; attempt++) {
-      const [record, executions, approvals] = await Promise.all([
+      const [record, executions, approvals, aggregates] = await Promise.all([
         held ?? deps.runs.load(runId),
         deps.runs.executions(runId),
         gated ? deps.approvals.list(runId) : [],
+        fanout ? deps.runs.aggregates(runId) : [],
       ]);
       held = undefined;
       if (!record) throw new Error(`run ${runId} does not exist`);
@@ -113,6 +115,7 @@ export function makePlanNext(deps: PlanDeps) {
         now,
         policy: deps.policy,
         approvals,
+        aggregates,
       });
       const nowIso = now.toISOString();
       const change = transitionFor(run, decision, nowIso);

@@ -9,11 +9,16 @@ import type { StepCommand } from '../domain/messages.js';
 import type { Receipt } from '../domain/step-records.js';
 import type { Clock } from './ports.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
+import { newExecution, type Fanout } from './fanout.js';
+import { countsInto } from './unsent.js';
+import { pipelineNext, unitOf } from '../domain/fanout.js';
 
 export interface StepResultDeps {
   readonly runs: RunStore;
   readonly callbacks: TaskCallbacks;
   readonly clock: Clock;
+  /** Rate control and pipelines: starts what a result lets start. Without it a fan-out unit does not advance. */
+  readonly fanout?: Fanout;
 }
 
 export type Outcome =
@@ -108,6 +113,25 @@ export function makeStepResults(deps: StepResultDeps) {
     }
   }
 
+  /** Where a pipeline's target goes after this sub-step, with the runbook that says so. */
+  async function pipelineStep(cmd: StepCommand, result: Outcome) {
+    const fanout = deps.fanout;
+    const record = held.get(cmd.executionId)?.run ?? (await runs.load(cmd.runId));
+    if (!fanout || !record || !cmd.pipeline) return undefined;
+    const runbook = await fanout.runbookFor(record.run);
+    const phase = unitOf(runbook, cmd.stepId)?.phase;
+    if (!phase) return undefined;
+    const next = pipelineNext(phase, {
+      stepId: cmd.stepId,
+      attempt: cmd.attempt,
+      succeeded: result.outcome === 'succeeded',
+      ...(result.outcome !== 'succeeded' &&
+        result.error.retryable !== undefined && { retryable: result.error.retryable }),
+      failedBefore: cmd.pipeline.failedBefore,
+    });
+    return { runbook, next };
+  }
+
   return {
     /**
      * `store` with its `acquireLease` handing each lease taken to this writer, so the records
@@ -198,6 +222,17 @@ export function makeStepResults(deps: StepResultDeps) {
     async finished(cmd: StepCommand, workerId: string, result: Outcome): Promise<void> {
       const now = deps.clock.now().toISOString();
       const succeeded = result.outcome === 'succeeded';
+      const unit = countsInto(cmd);
+      // In a pipeline phase the target goes on to its next sub-step, or leaves the phase counted.
+      const pipeline = cmd.pipeline && deps.fanout ? await pipelineStep(cmd, result) : undefined;
+      const next =
+        pipeline?.next.kind === 'run' && cmd.target
+          ? newExecution(cmd, 'step', pipeline.next.stepId, pipeline.next.attempt, cmd.target, now, {
+              head: unit.stepId,
+              failedBefore: pipeline.next.failedBefore,
+            })
+          : undefined;
+      const counted = pipeline?.next.kind === 'done' ? pipeline.next.succeeded : succeeded;
       const receiptNeeded = succeeded && !result.fromReceipt;
       const violation = result.outcome !== 'succeeded' && result.error.code === 'SANDBOX_VIOLATION';
       await record(cmd, (execution) => {
@@ -244,7 +279,9 @@ export function makeStepResults(deps: StepResultDeps) {
             ],
             writes: [
               writes.updateExecution(ended, ['leased', 'running'], workerId),
-              writes.countResult(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt, succeeded),
+              next
+                ? writes.putExecution(next)
+                : writes.countResult(cmd.runId, cmd.kind, unit.stepId, unit.attempt, counted),
               ...(receiptNeeded
                 ? [
                     writes.putReceipt({
@@ -261,7 +298,15 @@ export function makeStepResults(deps: StepResultDeps) {
         };
       });
       // The execution has ended: nothing more is recorded about it.
+      const after = held.get(cmd.executionId)?.run;
       held.delete(cmd.executionId);
+      if (next && pipeline && after) await deps.fanout?.send(after, pipeline.runbook, [next]);
+      const ref = { runId: cmd.runId, stepKind: cmd.kind, stepId: unit.stepId, attempt: unit.attempt };
+      if (deps.fanout && (cmd.target || cmd.pipeline)) {
+        if (!next) await deps.fanout.release(cmd.runId, ref, after);
+        await deps.fanout.complete(cmd.runId, ref);
+        return;
+      }
       const completed = await runs.claimCompletion(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);
       if (completed)
         await deps.callbacks.succeed(completed.taskToken, {

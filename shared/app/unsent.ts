@@ -48,14 +48,15 @@ export async function endUnsent(
     if (targets.length === 0) break;
     const steps = new Map<string, StepExecution[]>();
     for (const e of targets) {
-      const key = `${e.kind}/${e.stepId}/${e.attempt}`;
+      const key = `${e.kind}/${countsInto(e).stepId}/${countsInto(e).attempt}`;
       steps.set(key, [...(steps.get(key) ?? []), e]);
     }
     const now = deps.clock.now().toISOString();
     try {
       for (const group of steps.values()) {
-        const first = group[0];
-        if (!first) continue;
+        const head = group[0];
+        if (!head) continue;
+        const first = { kind: head.kind, ...countsInto(head) };
         const aggregate = await deps.runs.aggregate(runId, first.kind, first.stepId, first.attempt);
         for (let i = 0; i < group.length; i += CHUNK) {
           const chunk = group.slice(i, i + CHUNK);
@@ -94,4 +95,12 @@ export async function endUnsent(
     }
   }
   return ended;
+}
+
+/** The aggregate an execution counts into: its step attempt's, or its pipeline phase's. */
+export function countsInto(e: Pick<StepExecution, 'stepId' | 'attempt' | 'pipeline'>): {
+  stepId: string;
+  attempt: number;
+} {
+  return e.pipeline ? { stepId: e.pipeline.head, attempt: 1 } : { stepId: e.stepId, attempt: e.attempt };
 }

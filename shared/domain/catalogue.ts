@@ -83,14 +83,25 @@ export const CATALOGUE: Readonly<Record<string, BackendSpec>> = {
       }),
       sleep: action({
         description: 'Waits for the given number of milliseconds',
-        params: z.strictObject({ ms: z.number().int().min(0).max(86_400_000) }),
+        // A node attribute (`{{ target.attributes.ms }}`) arrives as digits.
+        params: z.strictObject({
+          ms: z.preprocess(
+            (v) => (typeof v === 'string' && /^[0-9]{1,8}$/.test(v) ? Number(v) : v),
+            z.number().int().min(0).max(86_400_000),
+          ),
+        }),
         safeToRetry: true,
         reversible: false,
         destructive: false,
       }),
       fail: action({
-        description: 'Fails with the message; retryable unless told otherwise',
-        params: z.strictObject({ message: z.string(), retryable: z.boolean().default(true) }),
+        description:
+          "Fails with the message; retryable unless told otherwise; with `when: 'false'` it succeeds instead",
+        params: z.strictObject({
+          message: z.string(),
+          retryable: z.boolean().default(true),
+          when: z.enum(['true', 'false']).default('true'),
+        }),
         safeToRetry: true,
         reversible: false,
         destructive: false,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resolvedTargetSchema } from './targets.js';
 import { storableTextSchema } from './storable.js';
 import { blastRadiusSchema } from './runbook.js';
 import { environmentSchema, sandboxProfileNameSchema } from './sandbox-profiles.js';
@@ -92,6 +93,12 @@ export const runSchema = z.strictObject({
 export type Run = z.infer<typeof runSchema>;
 
 /** One step on one target, one attempt: what a worker leases and reports. */
+/** Where an execution stands in a pipeline phase: the phase's aggregate, and this target's failures so far. */
+export const pipelinePositionSchema = z.strictObject({
+  head: z.string(),
+  failedBefore: z.boolean(),
+});
+
 export const stepExecutionSchema = z.strictObject({
   executionId: z.string(),
   runId: z.string(),
@@ -110,6 +117,10 @@ export const stepExecutionSchema = z.strictObject({
   outputTail: z.array(z.string()).default([]),
   error: errorInfoSchema.optional(),
   secretsUsed: z.array(z.string()).default([]),
+  /** The node this execution acts on, for a step with a target. */
+  target: resolvedTargetSchema.optional(),
+  /** In a pipeline phase: the phase's first step (its aggregate) and whether this target failed earlier in it. */
+  pipeline: pipelinePositionSchema.optional(),
 });
 export type StepExecution = z.infer<typeof stepExecutionSchema>;
 

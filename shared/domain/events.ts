@@ -27,6 +27,7 @@ export const EVENT_TYPES = [
   'step.failed',
   'step.retry_scheduled',
   'step.skipped',
+  'step.halted',
   'sandbox.violation',
   'rollback.started',
   'rollback.completed',

@@ -1,14 +1,9 @@
 import { z } from 'zod';
 import type { Target } from './runbook.js';
 import { livenessOf } from './workers.js';
+import { nodeAttributesSchema, nodeIdSchema } from './targets.js';
 
-/** A node id as the inventory and step targets name it: a host name, instance id or service name. */
-export const nodeIdSchema = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
-    'must be 1-128 letters, digits, ., _, : or -, starting with a letter or digit',
-  );
+export { nodeAttributesSchema, nodeIdSchema, resolvedTargetSchema, type ResolvedTarget } from './targets.js';
 
 export const groupNameSchema = z
   .string()
@@ -16,12 +11,6 @@ export const groupNameSchema = z
     /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/,
     'must be 1-63 letters, digits, ., _ or -, starting with a letter or digit',
   );
-
-/** What a step may read of a node as `{{ target.attributes.<key> }}`: plain strings, never code. */
-export const nodeAttributesSchema = z.record(
-  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be an identifier'),
-  z.string().max(1024),
-);
 
 /**
  * A node of a tenant's inventory (brief: "Inventory and targets"). An agent node is a worker
@@ -68,14 +57,6 @@ export function nodeAsOf(node: StoredNode, now: Date, heartbeatMs: number): Inve
   const online = node.source === 'declared' || (deregistered !== true && !silent);
   return { ...rest, status: online ? 'online' : 'offline' };
 }
-
-/** One resolved target of a step, as its command carries it. */
-export const resolvedTargetSchema = z.strictObject({
-  id: nodeIdSchema,
-  source: z.enum(['agent', 'declared']),
-  attributes: nodeAttributesSchema,
-});
-export type ResolvedTarget = z.infer<typeof resolvedTargetSchema>;
 
 /**
  * The nodes a step's target names, in id order: every node for `{all: true}`, the group's

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { errorInfoSchema } from './entities.js';
-import { resolvedTargetSchema } from './inventory.js';
+import { errorInfoSchema, pipelinePositionSchema } from './entities.js';
+import { resolvedTargetSchema } from './targets.js';
 import { sandboxProfileNameSchema } from './sandbox-profiles.js';
 
 /** The command a worker receives from its profile's queue: one step on one target, one attempt. */
@@ -26,6 +26,7 @@ export const stepCommandSchema = z.strictObject({
    * node's own queue; a declared node's to the profile's queue, for any of its workers.
    */
   target: resolvedTargetSchema.optional(),
+  pipeline: pipelinePositionSchema.optional(),
 });
 export type StepCommand = z.infer<typeof stepCommandSchema>;
 

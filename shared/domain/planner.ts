@@ -4,8 +4,10 @@ import { durationMs } from './duration.js';
 import { approvalIdFor, isOpen } from './approvals.js';
 import type { Approval, ErrorInfo, Run, StepExecution } from './entities.js';
 import { approvalDeadlines, decideStep, type PolicyDocument } from './policy.js';
-import { allSteps, blastRadiusSchema, type Runbook, type Step } from './runbook.js';
+import { allSteps, blastRadiusSchema, type Phase, type Runbook, type Step } from './runbook.js';
 import { stepExecutionStateMachine } from './statuses.js';
+import type { Aggregate } from './step-records.js';
+import { unitOf } from './fanout.js';
 
 /** What the run interpreter does next; the Route choice state switches on `action`. */
 export const planDecisionSchema = z.discriminatedUnion('action', [
@@ -101,7 +103,25 @@ export interface PlanInput {
     Approval,
     'approvalId' | 'scope' | 'scopeId' | 'round' | 'status' | 'slaDeadline' | 'hardDeadline'
   >[];
+  /** The run's step aggregates: a fan-out unit is in flight until its aggregate completes. */
+  readonly aggregates?: readonly UnitCount[];
 }
+
+/** What the planner reads of a step aggregate. */
+export type UnitCount = Pick<
+  Aggregate,
+  | 'kind'
+  | 'stepId'
+  | 'attempt'
+  | 'total'
+  | 'failed'
+  | 'completed'
+  | 'targets'
+  | 'skipped'
+  | 'limits'
+  | 'error'
+  | 'pipeline'
+>;
 
 /** Retry back-off: exponential from 1 s, capped at 5 minutes, with full jitter. */
 const BACKOFF_BASE_MS = 1000;
@@ -123,7 +143,10 @@ export function stepState(
   step: Pick<Step, 'id' | 'retries'>,
   kind: 'step' | 'rollback',
   executions: PlanInput['executions'],
+  aggregates: readonly UnitCount[] = [],
 ): StepState {
+  const units = aggregates.filter((a) => a.kind === kind && a.stepId === step.id && a.targets !== undefined);
+  if (units.length > 0) return unitState(runId, step, kind, executions, units);
   const mine = executions.filter((e) => e.stepId === step.id && e.kind === kind);
   if (mine.length === 0) return { kind: 'not_started' };
   const attempt = Math.max(...mine.map((e) => e.attempt));
@@ -135,6 +158,54 @@ export function stepState(
   const retries = kind === 'step' ? step.retries : 0;
   if (attempt <= retries && error?.retryable !== false && failure?.status !== 'cancelled') {
     const ended = Math.max(...latest.map((e) => (e.endedAt ? Date.parse(e.endedAt) : 0)));
+    return { kind: 'retry', attempt, after: new Date(ended + retryDelayMs(runId, step.id, attempt)), error };
+  }
+  return { kind: 'failed', attempt, error };
+}
+
+/**
+ * The state of a fan-out unit (a step over targets, or a pipeline phase) from its latest
+ * aggregate: in flight until it completes; then succeeded when no more targets failed (or were
+ * skipped) than `max_errors` tolerates. A retry dispatches the targets that did not succeed;
+ * a pipeline's sub-steps retry on their own, so the phase does not.
+ */
+function unitState(
+  runId: string,
+  step: Pick<Step, 'id' | 'retries'>,
+  kind: 'step' | 'rollback',
+  executions: PlanInput['executions'],
+  units: readonly UnitCount[],
+): StepState {
+  const latest = units.reduce((a, b) => (b.attempt > a.attempt ? b : a));
+  const { attempt } = latest;
+  if (!latest.completed) return { kind: 'in_flight', attempt };
+  const failures = latest.failed + (latest.skipped ?? 0);
+  if (failures <= (latest.limits?.tolerated ?? 0) && !latest.error) return { kind: 'succeeded', attempt };
+  const failedExecution = executions.find(
+    (e) =>
+      e.kind === kind &&
+      e.attempt === attempt &&
+      e.stepId === step.id &&
+      stepExecutionStateMachine.isTerminal(e.status) &&
+      e.status !== 'succeeded',
+  );
+  const error: ErrorInfo = latest.error ?? {
+    code: 'TARGETS_FAILED',
+    message:
+      `${latest.failed} of ${latest.total} target(s) failed` +
+      (latest.skipped ? `, ${latest.skipped} not started` : '') +
+      (latest.limits && latest.limits.tolerated > 0 ? ` (max_errors ${latest.limits.tolerated})` : '') +
+      (failedExecution?.error ? `; ${failedExecution.targetId}: ${failedExecution.error.message}` : ''),
+    retryable: failedExecution?.error?.retryable !== false,
+  };
+  const retries = kind === 'step' && !latest.pipeline ? step.retries : 0;
+  if (attempt <= retries && error.retryable !== false && !latest.error) {
+    const ended = Math.max(
+      0,
+      ...executions
+        .filter((e) => e.kind === kind && e.stepId === step.id && e.attempt === attempt)
+        .map((e) => (e.endedAt ? Date.parse(e.endedAt) : 0)),
+    );
     return { kind: 'retry', attempt, after: new Date(ended + retryDelayMs(runId, step.id, attempt)), error };
   }
   return { kind: 'failed', attempt, error };
@@ -174,9 +245,13 @@ function advance(runId: string, step: Step, state: StepState, kind: 'step' | 'ro
  */
 export function plan(input: PlanInput): PlanDecision {
   const { runbook, run, executions, now } = input;
-  const steps = allSteps(runbook).map((s) => s.step);
-  const states = steps.map((step) => ({ step, state: stepState(run.runId, step, 'step', executions) }));
-  const rollbackState = (step: Step) => stepState(run.runId, step, 'rollback', executions);
+  const aggregates = input.aggregates ?? [];
+  // A pipeline phase is one unit, named by its first step: its other steps run inside it, per target.
+  const steps = allSteps(runbook)
+    .filter(({ step, phase }) => phase.mode !== 'pipeline' || phase.steps[0]?.id === step.id)
+    .map((s) => withPhaseCondition(s.step, s.phase));
+  const states = steps.map((step) => ({ step, state: stepState(run.runId, step, 'step', executions, aggregates) }));
+  const rollbackState = (step: Step) => stepState(run.runId, step, 'rollback', executions, aggregates);
   // Only a step that started on a worker can have half done anything: one refused at dispatch did not.
   const undoesItself = (step: Step) =>
     step.rollback !== undefined &&
@@ -326,6 +401,21 @@ function gated(input: PlanInput, step: Step): PlanDecision {
   const policy = input.policy instanceof Error || input.policy === undefined ? undefined : input.policy;
   const slaSeconds = policy ? approvalDeadlines(policy, runbook.environment).slaSeconds : 1;
   return { ...base, approvalId, round, timeoutSeconds: slaSeconds };
+}
+
+/**
+ * A phase's `condition` decides for its steps that keep the default (`on_success`); a step that
+ * says `always` or `on_failure` keeps its own.
+ */
+function withPhaseCondition(step: Step, phase: Phase): Step {
+  return phase.condition !== undefined && step.condition === 'on_success'
+    ? { ...step, condition: phase.condition }
+    : step;
+}
+
+/** Whether a step's first dispatch is a fan-out unit's (so Plan reads the run's aggregates). */
+export function hasFanout(runbook: Pick<Runbook, 'phases'>): boolean {
+  return allSteps(runbook).some(({ step }) => step.target !== undefined || unitOf(runbook, step.id)?.pipeline === true);
 }
 
 function failureError(step: Step, error: ErrorInfo | undefined): { code: string; message: string } {

@@ -55,6 +55,10 @@ export const stepSchema = z.strictObject({
   target: targetSchema.optional(),
   max_concurrency: countOrPercentSchema.optional(),
   max_errors: countOrPercentSchema.optional(),
+  /** `exponential`: 1 target, then 2, 4, ... up to `max_concurrency`, as each wave ends. */
+  ramp: z.literal('exponential').optional(),
+  /** When the target resolves to no node: the step fails (default) or is skipped. */
+  if_no_targets: z.enum(['fail', 'skip']).default('fail'),
   timeout: durationSchema.default('5m'),
   retries: z.number().int().min(0).max(10).default(0),
   rollback: rollbackStepSchema.optional(),
@@ -73,6 +77,12 @@ export const phaseSchema = z.strictObject({
   id: idSchema,
   description: z.string().max(2000).optional(),
   mode: z.enum(PHASE_MODES).default('barrier'),
+  /** Whether the phase runs at all, given what failed before it; each step's own condition then applies. */
+  condition: z.enum(CONDITIONS).optional(),
+  /** Rate control of a pipeline phase: how many targets are in the phase at once, and may fail. */
+  max_concurrency: countOrPercentSchema.optional(),
+  max_errors: countOrPercentSchema.optional(),
+  ramp: z.literal('exponential').optional(),
   steps: z.array(stepSchema).min(1, 'a phase needs at least one step'),
 });
 export type Phase = z.infer<typeof phaseSchema>;
@@ -227,8 +237,27 @@ function semanticIssues(runbook: Runbook): RawIssue[] {
             message: 'every step of a pipeline phase must have the same target: each target runs the phase on its own',
           });
         }
+        for (const limit of ['max_concurrency', 'max_errors', 'ramp'] as const) {
+          if (step[limit] !== undefined)
+            issues.push({
+              path: ['phases', p, 'steps', s, limit],
+              message: `in a pipeline phase, ${limit} belongs to the phase: targets enter the phase, not each step`,
+            });
+        }
       });
+    } else {
+      for (const limit of ['max_concurrency', 'max_errors', 'ramp'] as const) {
+        if (phase[limit] !== undefined)
+          issues.push({
+            path: ['phases', p, limit],
+            message: `${limit} on a phase applies to pipeline phases; in a barrier phase put it on the step`,
+          });
+      }
     }
+    if (phase.max_concurrency === 0 || phase.max_concurrency === '0%')
+      issues.push({ path: ['phases', p, 'max_concurrency'], message: 'must be at least 1 or 1%' });
+    if (phase.ramp !== undefined && phase.max_concurrency === undefined)
+      issues.push({ path: ['phases', p, 'ramp'], message: 'ramp needs a max_concurrency to ramp up to' });
   });
 
   const stepIds = new Map<string, string>();
@@ -256,13 +285,14 @@ function semanticIssues(runbook: Runbook): RawIssue[] {
         : []),
     ] as const) {
       const at: PathSegment[] = field === 'params' ? path : [...path, 'rollback'];
-      const placeholderIssues = checkPlaceholders(params, declared, [...at, 'params']);
+      const placeholderIssues = checkPlaceholders(params, declared, [...at, 'params'], step.target !== undefined);
       issues.push(...placeholderIssues);
       if (placeholderIssues.length > 0) continue;
       // Params that use inputs without defaults are checked again when a run supplies the inputs.
       const resolvable = findPlaceholders(params).every(
         (p) => p.input !== undefined && Object.hasOwn(sampleInputs, p.input),
       );
+      // Params that name the target are checked against each node when the step is dispatched.
       const candidate = resolvable ? substitute(params as Json, sampleInputs) : undefined;
       const check = checkAction(backend, action, candidate, at);
       if (!check.ok) issues.push(...check.issues.filter((i) => resolvable || !i.path.includes('params')));
@@ -284,6 +314,8 @@ function semanticIssues(runbook: Runbook): RawIssue[] {
       if (step[limit] === 0 || step[limit] === '0%')
         issues.push({ path: [...path, limit], message: 'must be at least 1 or 1%' });
     }
+    if (step.ramp !== undefined && step.max_concurrency === undefined)
+      issues.push({ path: [...path, 'ramp'], message: 'ramp needs a max_concurrency to ramp up to' });
   }
   return issues;
 }

@@ -8,7 +8,7 @@ import { substitute } from './template.js';
 /** The command for one step (or its rollback) on one target, with the run's inputs substituted. */
 export function commandFor(runbook: Runbook, run: Run, step: Step, execution: StepExecution): StepCommand {
   const body = execution.kind === 'rollback' && step.rollback ? step.rollback : step;
-  const params = substitute(body.params as Json, run.inputs) as Record<string, Json>;
+  const params = substitute(body.params as Json, run.inputs, execution.target) as Record<string, Json>;
   return {
     v: 1,
     executionId: execution.executionId,
@@ -26,12 +26,21 @@ export function commandFor(runbook: Runbook, run: Run, step: Step, execution: St
     secrets: body.secrets,
     sandboxProfile: runbook.sandbox_profile,
     correlationId: run.runId,
+    ...(execution.target && { target: execution.target }),
+    ...(execution.pipeline && { pipeline: execution.pipeline }),
   };
 }
 
-/** The targets of a step; target resolution against the inventory comes with fan-out. */
-export function targetsOf(step: Step): string[] {
-  return step.target
-    ? ['node' in step.target ? step.target.node : 'group' in step.target ? step.target.group : 'all']
-    : ['once'];
+/** The id of one step attempt's execution on one target. */
+export function executionIdOf(
+  runId: string,
+  kind: 'step' | 'rollback',
+  stepId: string,
+  attempt: number,
+  targetId: string,
+): string {
+  return `${runId}.${kind}.${stepId}.${attempt}.${targetId}`;
 }
+
+/** The target id of a step that has no target: it runs once, on any worker of the profile. */
+export const ONCE = 'once';

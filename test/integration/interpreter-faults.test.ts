@@ -1,3 +1,4 @@
+import { makeInMemoryInventoryStore } from '../../shared/app/ports/in-memory/inventory.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStore } from '../../shared/adapters/dynamodb/run-store.js';
@@ -51,7 +52,11 @@ beforeAll(async () => {
     }),
   });
   const deps = { runbooks, runs, approvals, clock, callbacks };
-  const dispatchStep = makeDispatch({ ...deps, queue: { send: async () => [] } });
+  const dispatchStep = makeDispatch({
+    inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
+    ...deps,
+    queue: { send: async () => [] },
+  });
   dispatch = async (runId, stepId) => {
     const token = `token-${randomUUID()}`;
     await dispatchStep(runId, { action: 'dispatch', stepId, kind: 'step', attempt: 1 }, token);

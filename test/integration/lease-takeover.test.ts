@@ -1,3 +1,4 @@
+import { makeInMemoryInventoryStore } from '../../shared/app/ports/in-memory/inventory.js';
 import { CreateQueueCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -93,6 +94,7 @@ beforeAll(async () => {
       })
     ).runId;
   const dispatchStep = makeDispatch({
+    inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
     runbooks,
     runs,
     approvals: makeApprovalStore(documentClient, dynamo.tableNames.state),

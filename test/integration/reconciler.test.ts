@@ -1,3 +1,4 @@
+import { makeInMemoryInventoryStore } from '../../shared/app/ports/in-memory/inventory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from '../../shared/domain/canonical.js';
 import type { Principal } from '../../shared/domain/entities.js';
@@ -94,6 +95,7 @@ beforeAll(async () => {
     (await create({ principal: operator, body: createRunBodySchema.parse({ runbookId }) })).runId;
   approvals = makeApprovalStore(documentClient, dynamo.tableNames.state);
   const dispatchStep = makeDispatch({
+    inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
     runbooks,
     runs,
     approvals,

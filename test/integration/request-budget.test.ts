@@ -1,3 +1,4 @@
+import { makeInMemoryInventoryStore } from '../../shared/app/ports/in-memory/inventory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MeteredEndpoint } from '../../local/request-meter.js';
 import type { Principal } from '../../shared/domain/entities.js';
@@ -57,6 +58,7 @@ beforeAll(async () => {
   const create = makeCreateRun({ runbooks, runs, clock, starter: { start: async (run) => `arn:${run.runId}` } });
   const planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
   const dispatch = makeDispatch({
+    inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
     runbooks,
     runs,
     approvals,

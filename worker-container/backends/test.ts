@@ -24,7 +24,11 @@ export function makeTestBackend(
         await sleep(ms, signal);
         return { output: { sleptMs: ms } };
       },
-      async fail({ params }) {
+      async fail({ params, output }) {
+        if (params.when === 'false') {
+          output('stdout', 'not failing here');
+          return { output: { failed: false } };
+        }
         throw new ActionError('TEST_FAILURE', String(params.message), params.retryable !== false);
       },
       async flaky({ params, attempt, output }) {

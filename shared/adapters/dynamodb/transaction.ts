@@ -128,6 +128,32 @@ export function transactItemOf(table: string, intent: WriteIntent): TransactItem
         },
       };
     }
+    case 'releaseTargets': {
+      const { ref, from, to } = intent;
+      return {
+        Update: {
+          TableName: table,
+          Key: { pk: runKey(ref.runId), sk: aggregateSk(ref.stepKind, ref.stepId, ref.attempt) },
+          UpdateExpression: 'SET #released = :to',
+          ConditionExpression: 'attribute_exists(pk) AND #released = :from',
+          ExpressionAttributeNames: { '#released': 'released' },
+          ExpressionAttributeValues: { ':from': from, ':to': to },
+        },
+      };
+    }
+    case 'skipTargets': {
+      const { ref, from, count } = intent;
+      return {
+        Update: {
+          TableName: table,
+          Key: { pk: runKey(ref.runId), sk: aggregateSk(ref.stepKind, ref.stepId, ref.attempt) },
+          UpdateExpression: 'SET #released = :to ADD #done :n, #skipped :n',
+          ConditionExpression: 'attribute_exists(pk) AND #released = :from',
+          ExpressionAttributeNames: { '#released': 'released', '#done': 'done', '#skipped': 'skipped' },
+          ExpressionAttributeValues: { ':from': from, ':to': from + count, ':n': count },
+        },
+      };
+    }
     case 'putReceipt':
       return {
         Put: {

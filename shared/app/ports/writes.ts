@@ -34,6 +34,10 @@ export type WriteIntent =
   | { readonly kind: 'countResult'; readonly ref: AggregateRef; readonly succeeded: boolean }
   /** Counts `count` executions failed before reaching a worker; refused past the aggregate's `total`. */
   | { readonly kind: 'countUnsent'; readonly ref: AggregateRef; readonly count: number; readonly total: number }
+  /** Gives targets `from`..`to` of a fan-out unit their executions; refused unless `from` were released. */
+  | { readonly kind: 'releaseTargets'; readonly ref: AggregateRef; readonly from: number; readonly to: number }
+  /** Counts a unit's `count` waiting targets (from `from`) as skipped and done; refused unless `from` were released. */
+  | { readonly kind: 'skipTargets'; readonly ref: AggregateRef; readonly from: number; readonly count: number }
   /** A new receipt; refused when the key has one. */
   | { readonly kind: 'putReceipt'; readonly receipt: Receipt }
   /** A new approval gate; refused when it exists. */
@@ -84,6 +88,18 @@ export const writes = {
     count: number,
     total: number,
   ): WriteIntent => ({ kind: 'countUnsent', ref: ref(runId, stepKind, stepId, attempt), count, total }),
+  releaseTargets: (ref: AggregateRef, from: number, to: number): WriteIntent => ({
+    kind: 'releaseTargets',
+    ref,
+    from,
+    to,
+  }),
+  skipTargets: (ref: AggregateRef, from: number, count: number): WriteIntent => ({
+    kind: 'skipTargets',
+    ref,
+    from,
+    count,
+  }),
   putReceipt: (receipt: Receipt): WriteIntent => ({ kind: 'putReceipt', receipt }),
   putApproval: (approval: Approval): WriteIntent => ({ kind: 'putApproval', approval }),
   updateApproval: (approval: Approval, was: Pick<Approval, 'status' | 'decisions'>): WriteIntent => ({

@@ -1,3 +1,4 @@
+import { makeInMemoryInventoryStore } from '../../../shared/app/ports/in-memory/inventory.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { makeDecideApproval } from '../../../shared/app/approvals.js';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
@@ -64,7 +65,15 @@ const echo = (id: string, more: Record<string, unknown> = {}) => ({
 
 function interpreter(policy: PolicyDocument | Error = DEFAULT_POLICY) {
   const planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy });
-  const dispatch = makeDispatch({ runbooks, runs, approvals, clock, callbacks, queue });
+  const dispatch = makeDispatch({
+    inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
+    runbooks,
+    runs,
+    approvals,
+    clock,
+    callbacks,
+    queue,
+  });
   return { planNext, dispatch };
 }
 

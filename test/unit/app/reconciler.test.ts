@@ -1,3 +1,4 @@
+import { makeInMemoryInventoryStore } from '../../../shared/app/ports/in-memory/inventory.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
 import { makePlanNext } from '../../../shared/app/plan.js';
@@ -84,7 +85,15 @@ async function dispatched(): Promise<StepCommand> {
   const { runId } = await create({ principal: olive, body: createRunBodySchema.parse({ runbookId: 'unit' }) });
   const decision = await makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY })(runId);
   if (decision.action !== 'dispatch') throw new Error('expected a dispatch');
-  await makeDispatch({ runbooks, runs, approvals, clock, callbacks, queue })(runId, decision, 'token-1');
+  await makeDispatch({
+    inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
+    runbooks,
+    runs,
+    approvals,
+    clock,
+    callbacks,
+    queue,
+  })(runId, decision, 'token-1');
   const sent = queue.sent[0];
   if (!sent) throw new Error('nothing was sent');
   return sent.command;

@@ -1,5 +1,3 @@
-import type { InventoryReader } from '../inventory.js';
-import type { InventoryNode } from '../../../domain/inventory.js';
 import type { Json } from '../../../domain/canonical.js';
 import type { RunbookVersion, Worker } from '../../../domain/entities.js';
 import type { StepCommand } from '../../../domain/messages.js';
@@ -142,27 +140,6 @@ export function makeInMemoryWorkers(): WorkerStore {
     },
     async list() {
       return [...workers.values()].map((w) => ({ ...w }));
-    },
-  };
-}
-
-/** A tenant's inventory held in memory: what `put` stores is what `list` answers. */
-export interface InMemoryInventory extends InventoryReader {
-  put(node: InventoryNode): void;
-}
-
-export function makeInMemoryInventory(): InMemoryInventory {
-  const nodes = new Map<string, InventoryNode>();
-  return {
-    put(node) {
-      nodes.set(`${node.tenantId}/${node.id}`, node);
-    },
-    list(tenantId, filter) {
-      return Promise.resolve(
-        [...nodes.values()].filter(
-          (n) => n.tenantId === tenantId && (filter?.group === undefined || n.groups.includes(filter.group)),
-        ),
-      );
     },
   };
 }

@@ -120,6 +120,25 @@ export function makeInMemoryStores(): {
         }
         return true;
       }
+      case 'releaseTargets':
+      case 'skipTargets': {
+        const { ref } = intent;
+        const id = aggregateId(ref.runId, ref.stepKind, ref.stepId, ref.attempt);
+        const a = tx.aggregates.get(id);
+        if (!a || (a.released ?? 0) !== intent.from) return false;
+        tx.aggregates.set(
+          id,
+          intent.kind === 'releaseTargets'
+            ? { ...a, released: intent.to }
+            : {
+                ...a,
+                released: intent.from + intent.count,
+                done: a.done + intent.count,
+                skipped: (a.skipped ?? 0) + intent.count,
+              },
+        );
+        return true;
+      }
       case 'putReceipt':
         if (tx.receipts.has(intent.receipt.key)) return false;
         tx.receipts.set(intent.receipt.key, clone(intent.receipt));

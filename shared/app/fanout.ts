@@ -1,0 +1,204 @@
+import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
+import type { RunRecord, RunStore } from './ports/runs.js';
+import { writes, type AggregateRef } from './ports/writes.js';
+import type { Clock, RunbookStore } from './ports.js';
+import { StaleWriteError } from '../domain/errors.js';
+import type { ErrorInfo, Run, StepExecution } from '../domain/entities.js';
+import { firstRunnable, nextRelease, unitOf } from '../domain/fanout.js';
+import type { ResolvedTarget } from '../domain/inventory.js';
+import type { StepCommand } from '../domain/messages.js';
+import { allSteps, type Runbook } from '../domain/runbook.js';
+import type { Aggregate } from '../domain/step-records.js';
+import { commandFor, executionIdOf } from '../domain/step-command.js';
+import { draft } from './drafts.js';
+import { runbookOf } from './runs.js';
+import { endUnsent } from './unsent.js';
+
+export interface FanoutDeps {
+  readonly runs: RunStore;
+  readonly runbooks: RunbookStore;
+  readonly queue: CommandQueue;
+  readonly callbacks: TaskCallbacks;
+  readonly clock: Clock;
+}
+
+/** Executions created per transaction, beside the run's head and the aggregate. */
+const RELEASE_CHUNK = 90;
+
+/** A new execution of `stepId` on `target`, as a release or a pipeline's next sub-step creates it. */
+export function newExecution(
+  run: { readonly runId: string; readonly tenantId: string },
+  kind: 'step' | 'rollback',
+  stepId: string,
+  attempt: number,
+  target: ResolvedTarget,
+  now: string,
+  pipeline?: StepExecution['pipeline'],
+): StepExecution {
+  return {
+    executionId: executionIdOf(run.runId, kind, stepId, attempt, target.id),
+    runId: run.runId,
+    tenantId: run.tenantId,
+    stepId,
+    kind,
+    targetId: target.id,
+    attempt,
+    status: 'pending',
+    // Stable across attempts: a receipt written by an attempt that succeeded is found by the next.
+    idempotencyKey: `${run.runId}.${kind}.${stepId}.${target.id}`,
+    createdAt: now,
+    outputTail: [],
+    secretsUsed: [],
+    target,
+    ...(pipeline && { pipeline }),
+  };
+}
+
+/**
+ * Rate control of fan-out units: starts a unit's waiting targets as in-flight ones end (up to
+ * `max_concurrency`, ramping when asked), and once the error budget is spent (or the run is
+ * cancelled) counts the rest as skipped so the unit completes. Dispatch calls it for the first
+ * wave, each result for the next, the reconciler to repair a release a crash interrupted. Each
+ * release moves the aggregate's `released` mark with a condition, so two callers never start
+ * the same target; the executions it creates commit in the same transaction.
+ */
+export function makeFanout(deps: FanoutDeps) {
+  const runbookCache = new Map<string, Promise<Runbook>>();
+  function runbookFor(run: Run): Promise<Runbook> {
+    const key = `${run.runbookId}@${run.runbookVersion}`;
+    let cached = runbookCache.get(key);
+    if (!cached) {
+      cached = runbookOf(deps.runbooks, run);
+      runbookCache.set(key, cached);
+      cached.catch(() => runbookCache.delete(key));
+    }
+    return cached;
+  }
+
+  /** Sends the commands of new executions; one the queue refuses fails for good (counted into its unit). */
+  async function send(record: RunRecord, runbook: Runbook, executions: readonly StepExecution[]): Promise<void> {
+    if (executions.length === 0) return;
+    const failures = new Map<string, ErrorInfo>();
+    const commands: StepCommand[] = [];
+    for (const e of executions) {
+      const step = allSteps(runbook).find((s) => s.step.id === e.stepId)?.step;
+      if (!step) continue;
+      try {
+        commands.push(commandFor(runbook, record.run, step, e));
+      } catch (error) {
+        failures.set(e.executionId, {
+          code: 'PARAMS_INVALID',
+          message: `the step's params could not be rendered for ${e.targetId}: ${(error as Error).message}`,
+          retryable: false,
+        });
+      }
+    }
+    const rejected = commands.length > 0 ? await deps.queue.send(runbook.sandbox_profile, commands) : [];
+    for (const r of rejected)
+      failures.set(r.executionId, {
+        code: 'COMMAND_REJECTED',
+        message: `the queue refused the step's command (${r.code}): ${r.message}`,
+        retryable: false,
+      });
+    if (failures.size === 0) return;
+    await endUnsent(deps, record.run.runId, (e) => {
+      const error = failures.get(e.executionId);
+      return error && { status: 'failed', error };
+    });
+  }
+
+  /** The first executions of released targets: the unit's step, or a pipeline's first runnable sub-step. */
+  function firstExecutions(
+    run: Run,
+    runbook: Runbook,
+    ref: AggregateRef,
+    aggregate: Aggregate,
+    targets: readonly ResolvedTarget[],
+    now: string,
+  ): StepExecution[] {
+    if (!aggregate.pipeline)
+      return targets.map((t) => newExecution(run, ref.stepKind, ref.stepId, ref.attempt, t, now));
+    const unit = unitOf(runbook, ref.stepId);
+    const first = unit ? firstRunnable(unit.phase, 0, false) : undefined;
+    if (!first || first.kind !== 'run') return [];
+    return targets.map((t) =>
+      newExecution(run, 'step', first.stepId, 1, t, now, { head: ref.stepId, failedBefore: false }),
+    );
+  }
+
+  /** Starts or skips what the unit's limits allow now; repeats while another caller moved it first. */
+  async function release(runId: string, ref: AggregateRef, known?: RunRecord): Promise<void> {
+    let held = known;
+    for (let pass = 0; pass < 10; pass++) {
+      const aggregate = await deps.runs.aggregate(runId, ref.stepKind, ref.stepId, ref.attempt);
+      if (!aggregate?.targets || !aggregate.limits || aggregate.completed) return;
+      const record = held ?? (await deps.runs.load(runId));
+      held = undefined;
+      if (!record) return;
+      const released = aggregate.released ?? 0;
+      const next = nextRelease(
+        aggregate.limits,
+        { total: aggregate.total, released, done: aggregate.done, failed: aggregate.failed },
+        record.run.cancelRequested,
+      );
+      if (next.kind === 'none') return;
+      const now = deps.clock.now().toISOString();
+      try {
+        if (next.kind === 'halt') {
+          const reason = record.run.cancelRequested
+            ? 'the run was cancelled'
+            : `${aggregate.failed} target(s) failed, more than max_errors allows (${aggregate.limits.haltAfter})`;
+          await deps.runs.mutate(runId, () => ({
+            events: [
+              draft(
+                'step.halted',
+                now,
+                { kind: ref.stepKind, attempt: ref.attempt, skipped: next.skipped, failed: aggregate.failed, reason },
+                { stepId: ref.stepId },
+              ),
+            ],
+            writes: [writes.skipTargets(ref, released, next.skipped)],
+          }));
+          await complete(runId, ref);
+          return;
+        }
+        const runbook = await runbookFor(record.run);
+        const started = aggregate.targets.slice(released, released + Math.min(next.count, RELEASE_CHUNK));
+        const executions = firstExecutions(record.run, runbook, ref, aggregate, started, now);
+        const committed = await deps.runs.mutate(
+          runId,
+          () => ({
+            events: [],
+            writes: [
+              writes.releaseTargets(ref, released, released + started.length),
+              ...executions.map((e) => writes.putExecution(e)),
+            ],
+          }),
+          record,
+        );
+        await send(committed?.record ?? record, runbook, executions);
+        if (started.length === next.count) return;
+      } catch (error) {
+        // Another result released (or skipped) first: look again.
+        if (!(error instanceof StaleWriteError)) throw error;
+      }
+    }
+  }
+
+  /** Resumes the interpreter task waiting on a unit that is now complete, exactly once. */
+  async function complete(runId: string, ref: AggregateRef): Promise<void> {
+    const completed = await deps.runs.claimCompletion(runId, ref.stepKind, ref.stepId, ref.attempt);
+    if (completed)
+      await deps.callbacks.succeed(completed.taskToken, {
+        stepId: ref.stepId,
+        kind: ref.stepKind,
+        attempt: ref.attempt,
+        succeeded: completed.succeeded,
+        failed: completed.failed,
+      });
+  }
+
+  return { release, complete, send, runbookFor };
+}
+
+export type Fanout = ReturnType<typeof makeFanout>;
