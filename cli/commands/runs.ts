@@ -1,3 +1,4 @@
+import { dryRunPlanSchema, type DryRunPlan } from '../../shared/app/dry-run.js';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
@@ -87,8 +88,10 @@ export function registerRunCommands(program: Command, contextFor: ContextFor): v
       .addOption(new Option('--priority <priority>', 'the run’s priority').choices(PRIORITIES))
       .option('--version <n>', 'a runbook version (default: the latest)')
       .option('--idempotency-key <key>', 'send the same key to start the run once however often you retry')
-      .option('-w, --wait', 'follow the run live and exit with its outcome'),
+      .option('-w, --wait', 'follow the run live and exit with its outcome')
+      .option('--dry-run', 'show the plan (targets, policy, gates, waves) without starting anything'),
     'capstan run hello --wait',
+    'capstan run rolling-restart --dry-run',
     'capstan run restart-web --input service=nginx --ticket INC-42 --priority high --wait',
   ).action(async function (this: Command, runbookId: string) {
     const options = this.opts<{
@@ -100,6 +103,7 @@ export function registerRunCommands(program: Command, contextFor: ContextFor): v
       version?: string;
       idempotencyKey?: string;
       wait?: boolean;
+      dryRun?: boolean;
     }>();
     const context = contextFor(this);
     const version = options.version === undefined ? undefined : Number(options.version);
@@ -131,6 +135,14 @@ export function registerRunCommands(program: Command, contextFor: ContextFor): v
       .catch({})
       .parse(runbook.data.definition.inputs ?? {});
     const inputs = buildInputs(options.input, fromFile, declared);
+    if (options.dryRun) {
+      const plan = await client.request('POST', '/runs', dryRunPlanSchema, {
+        body: { runbookId, ...(version !== undefined && { version }), inputs, dryRun: true },
+      });
+      if (context.output.json) context.output.data(plan.raw);
+      else for (const line of renderPlan(plan.data)) context.output.line(line);
+      return;
+    }
     const { data, raw } = await client.request('POST', '/runs', runAcceptedSchema, {
       body: {
         runbookId,
@@ -267,4 +279,25 @@ export function registerRunCommands(program: Command, contextFor: ContextFor): v
     },
     (c) => c.option('--reason <text>', 'why it is replayed (kept in the audit trail)', 'replayed from the CLI'),
   );
+}
+
+/** A dry run's plan, a few lines per step. */
+function renderPlan(plan: DryRunPlan): string[] {
+  const lines = [`dry run of ${plan.runbook.id} v${plan.runbook.version}: nothing was started`];
+  for (const step of plan.steps) {
+    lines.push(`${step.phase}/${step.id}  ${step.backend}.${step.action}  (${step.mode}, ${step.condition})`);
+    if (step.target !== undefined)
+      lines.push(`  targets: ${step.target} -> ${step.targets.length > 0 ? step.targets.join(', ') : 'none'}`);
+    if (step.maxConcurrency !== undefined)
+      lines.push(
+        `  waves: ${step.waves.join(', ')} (max_concurrency ${step.maxConcurrency}, max_errors ${step.maxErrors ?? 0}, ramp ${step.ramp ?? 'none'})`,
+      );
+    lines.push(`  policy: ${step.policy.outcome} (${step.policy.rule}): ${step.policy.reason}`);
+    if (step.gate)
+      lines.push(
+        `  gate: ${step.gate.scope} ${step.gate.scopeId}, ${step.gate.requiredApprovals} approver(s)${step.gate.autoApproved ? ', approved by policy' : ''}`,
+      );
+    if (step.problem !== undefined) lines.push(`  problem: ${step.problem}`);
+  }
+  return lines;
 }

@@ -9,14 +9,28 @@ export interface StepView {
   readonly action: string;
   readonly status: 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'cancelled';
   readonly attempts: number;
-  readonly targets: ReadonlyArray<{
-    targetId: string;
-    status: StepExecution['status'];
-    attempt: number;
-    outputTail: readonly string[];
-    error?: StepExecution['error'];
-  }>;
+  /** For a step with a target: the node ids it resolved to at its first dispatch. */
+  readonly expected?: readonly string[];
+  /** How many targets stand in each status. */
+  readonly counts?: Readonly<Record<string, number>>;
+  readonly targets: ReadonlyArray<TargetView>;
   readonly rollback?: { status: StepExecution['status'] };
+}
+
+/** One target of a step in the run view: its latest execution, or where rate control keeps it. */
+export interface TargetView {
+  readonly id: string;
+  /** The same as `id`, kept for older clients. */
+  readonly targetId: string;
+  /** `waiting`: rate control has not started it yet; `skipped`: it never started. */
+  readonly status: StepExecution['status'] | 'waiting' | 'skipped';
+  readonly attempt: number;
+  readonly startedAt?: string;
+  readonly endedAt?: string;
+  readonly outputTail: readonly string[];
+  readonly error?: StepExecution['error'];
+  readonly workerId?: string;
+  readonly secretsUsed?: readonly string[];
 }
 
 /** Why a run failed, for the run detail: the stored error and the step it is about. */

@@ -8,7 +8,6 @@ import {
   type Principal,
   prioritySchema,
   type Run,
-  type RunbookVersion,
   type StepExecution,
   ticketSchema,
   type Trigger,
@@ -49,6 +48,8 @@ export const createRunBodySchema = z.strictObject({
   priority: prioritySchema.default('normal'),
   /** Runs of the same tenant that must succeed first. */
   dependsOn: z.array(z.string().min(1).max(100)).max(50).optional(),
+  /** Answers the plan (targets, policy, gates, waves) and stores nothing. */
+  dryRun: z.boolean().optional(),
 });
 export type CreateRunBody = z.infer<typeof createRunBodySchema>;
 
@@ -101,17 +102,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
           { path: 'headers.Idempotency-Key', message: parsed.error.issues[0]?.message ?? 'invalid' },
         ]);
     }
-    let version: RunbookVersion | undefined;
-    if (body.version !== undefined) {
-      version = await deps.runbooks.get(principal.tenantId, body.runbookId, body.version);
-    } else {
-      const head = await deps.runbooks.head(principal.tenantId, body.runbookId);
-      version = head && (await deps.runbooks.get(principal.tenantId, body.runbookId, head.latestVersion));
-    }
-    if (!version)
-      throw new NotFoundError(
-        `runbook '${body.runbookId}'${body.version === undefined ? '' : ` version ${body.version}`} not found`,
-      );
+    const version = await versionOf(deps.runbooks, principal.tenantId, body);
     const runbook = parseRunbookObject(version.definition);
     const inputs = resolveInputs(runbook, body.inputs);
     if (body.dependsOn?.length) await deps.admission?.checkDependencies(principal.tenantId, body.dependsOn);
@@ -202,27 +193,84 @@ export function makeListRuns(deps: Pick<RunDeps, 'runs'>) {
 }
 
 export type { StepView } from './run-reasons.js';
+import type { TargetView } from './run-reasons.js';
+import { versionOf } from './runbook-versions.js';
+import type { Aggregate } from '../domain/step-records.js';
 
-/** The per-step view of a run from its executions. */
-export function stepViews(runbook: Runbook, run: Run, executions: readonly StepExecution[]): StepView[] {
+/**
+ * The per-step view of a run from its executions and aggregates. A step with a target lists
+ * every node it resolved to: each with its latest execution (a retry runs only the targets that
+ * failed), `waiting` while rate control holds it, or `skipped` when it never started.
+ */
+export function stepViews(
+  runbook: Runbook,
+  run: Run,
+  executions: readonly StepExecution[],
+  aggregates: readonly Aggregate[] = [],
+): StepView[] {
   return runbook.phases.flatMap((phase) =>
     phase.steps.map((step): StepView => {
       const mine = executions.filter((e) => e.stepId === step.id && e.kind === 'step');
       const attempts = mine.reduce((max, e) => Math.max(max, e.attempt), 0);
-      const latest = mine.filter((e) => e.attempt === attempts);
-      const rollback = executions.find((e) => e.stepId === step.id && e.kind === 'rollback');
+      const unitId = phase.mode === 'pipeline' ? (phase.steps[0]?.id ?? step.id) : step.id;
+      const units = aggregates.filter((a) => a.kind === 'step' && a.stepId === unitId);
+      const first = units.find((a) => a.attempt === 1);
+      const expected = first?.targets?.map((t) => t.id);
+      const latestOf = new Map<string, StepExecution>();
+      for (const e of mine) {
+        const known = latestOf.get(e.targetId);
+        if (!known || e.attempt > known.attempt) latestOf.set(e.targetId, e);
+      }
+      const unitOpen = units.some((a) => !a.completed);
+      const targets: TargetView[] = (expected ?? [...latestOf.keys()]).map((id) => {
+        const e = latestOf.get(id);
+        if (!e)
+          return {
+            id,
+            targetId: id,
+            status: unitOpen && !ended(run.status) ? 'waiting' : 'skipped',
+            attempt: 0,
+            outputTail: [],
+          };
+        return {
+          id,
+          targetId: id,
+          status: e.status,
+          attempt: e.attempt,
+          ...(e.startedAt && { startedAt: e.startedAt }),
+          ...(e.endedAt && { endedAt: e.endedAt }),
+          outputTail: e.outputTail,
+          ...(e.error && { error: e.error }),
+          ...(e.leaseOwner && { workerId: e.leaseOwner }),
+          ...(e.secretsUsed.length > 0 && { secretsUsed: e.secretsUsed }),
+        };
+      });
+      const counts: Record<string, number> = {};
+      for (const t of targets) counts[t.status] = (counts[t.status] ?? 0) + 1;
+      const started = targets.filter((t) => t.status !== 'waiting' && t.status !== 'skipped');
+      const refused = units.find((a) => a.error);
+      const tolerated = units.at(-1)?.limits?.tolerated ?? 0;
+      const failures = started.filter((t) => t.status !== 'succeeded').length + (counts.skipped ?? 0);
       const status: StepView['status'] =
-        latest.length === 0
-          ? ended(run.status)
-            ? 'skipped'
-            : 'pending'
-          : latest.some((e) => !stepExecutionStateMachine.isTerminal(e.status))
-            ? 'running'
-            : latest.every((e) => e.status === 'succeeded')
-              ? 'succeeded'
-              : latest.every((e) => e.status === 'cancelled')
-                ? 'cancelled'
-                : 'failed';
+        refused && started.length === 0
+          ? 'failed'
+          : targets.length === 0
+            ? ended(run.status) || (units.length > 0 && !unitOpen)
+              ? 'skipped'
+              : 'pending'
+            : started.some((t) => !stepExecutionStateMachine.isTerminal(t.status as StepExecution['status'])) ||
+                (unitOpen && targets.some((t) => t.status === 'waiting'))
+              ? 'running'
+              : started.length === 0
+                ? ended(run.status)
+                  ? 'skipped'
+                  : 'pending'
+                : started.every((t) => t.status === 'cancelled')
+                  ? 'cancelled'
+                  : failures <= tolerated && !counts.skipped
+                    ? 'succeeded'
+                    : 'failed';
+      const rollback = executions.find((e) => e.stepId === step.id && e.kind === 'rollback');
       return {
         id: step.id,
         phase: phase.id,
@@ -230,15 +278,8 @@ export function stepViews(runbook: Runbook, run: Run, executions: readonly StepE
         action: step.action,
         status,
         attempts,
-        targets: latest.map((e) => ({
-          targetId: e.targetId,
-          status: e.status,
-          attempt: e.attempt,
-          outputTail: e.outputTail,
-          ...(e.error && { error: e.error }),
-          ...(e.leaseOwner && { workerId: e.leaseOwner }),
-          ...(e.secretsUsed.length > 0 && { secretsUsed: e.secretsUsed }),
-        })),
+        ...(expected && { expected, counts }),
+        targets,
         ...(rollback && { rollback: { status: rollback.status } }),
       };
     }),
@@ -248,12 +289,13 @@ export function stepViews(runbook: Runbook, run: Run, executions: readonly StepE
 export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'> & { approvals: Pick<ApprovalStore, 'list'> }) {
   return async (principal: Principal, runId: string) => {
     const record = await visibleRun(deps.runs, principal, runId);
-    const [runbook, executions, approvals] = await Promise.all([
+    const [runbook, executions, approvals, aggregates] = await Promise.all([
       runbookOf(deps.runbooks, record.run),
       deps.runs.executions(runId),
       deps.approvals.list(runId),
+      deps.runs.aggregates(runId),
     ]);
-    const steps = stepViews(runbook, record.run, executions);
+    const steps = stepViews(runbook, record.run, executions, aggregates);
     const error = runErrorView(record.run, steps);
     const waitingFor = waitingForView(record.run, approvals);
     return {

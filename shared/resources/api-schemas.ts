@@ -85,9 +85,13 @@ export const runSummarySchema = z.looseObject({ ...runSchema.shape, error: runEr
 export const runPageSchema = z.looseObject({ runs: z.array(runSummarySchema), nextCursor: z.string().optional() });
 
 const targetViewSchema = z.looseObject({
+  id: z.string(),
   targetId: z.string(),
-  status: stepExecutionStatusSchema,
+  /** `waiting`: rate control has not started it yet; `skipped`: it never started. */
+  status: z.union([stepExecutionStatusSchema, z.enum(['waiting', 'skipped'])]),
   attempt: z.number().int(),
+  startedAt: z.string().optional(),
+  endedAt: z.string().optional(),
   outputTail: z.array(z.string()).default([]),
   error: stepErrorSchema.optional(),
   workerId: z.string().optional(),
@@ -99,6 +103,9 @@ export const stepViewSchema = z.looseObject({
   action: z.string(),
   status: z.enum(['pending', 'running', 'succeeded', 'failed', 'skipped', 'cancelled']),
   attempts: z.number().int(),
+  /** For a step with a target: the nodes it resolved to at its first dispatch. */
+  expected: z.array(z.string()).optional(),
+  counts: z.record(z.string(), z.number().int()).optional(),
   targets: z.array(targetViewSchema),
   rollback: z.looseObject({ status: stepExecutionStatusSchema }).optional(),
 });
@@ -191,6 +198,8 @@ export interface RouteSchemas {
     readonly status: number;
     readonly schema: z.ZodType;
     readonly alsoStatus?: number;
+    /** What `alsoStatus` means, when it is not the same response already stored. */
+    readonly alsoDescription?: string;
     /** `application/json` unless the route answers bytes (a bundle, an artifact). */
     readonly contentType?: string;
   };

@@ -112,7 +112,10 @@ export function openApiDocument(routes: readonly DocumentedRoute[], info: { vers
     const success = components.add(`${name}Response`, schemas.response.schema, 'output');
     for (const status of [schemas.response.status, schemas.response.alsoStatus].flatMap((s) => s ?? [])) {
       responses[String(status)] = {
-        description: status === schemas.response.status ? schemas.summary : 'The same as above, already stored',
+        description:
+          status === schemas.response.status
+            ? schemas.summary
+            : (schemas.response.alsoDescription ?? 'The same as above, already stored'),
         content: { [schemas.response.contentType ?? 'application/json']: { schema: success } },
       };
     }

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { dryRunPlanSchema } from '../app/dry-run.js';
 import type { Role } from '../domain/entities.js';
 import * as admission from './admission-schemas.js';
 import * as api from './api-schemas.js';
@@ -217,7 +219,12 @@ export const ROUTES: readonly RouteSpec[] = [
       summary: 'Start a run of a runbook version',
       headers: api.createRunHeadersSchema,
       body: api.REQUEST_BODIES.createRun,
-      response: { status: 202, schema: api.runAcceptedSchema },
+      response: {
+        status: 202,
+        schema: z.union([api.runAcceptedSchema, dryRunPlanSchema]),
+        alsoStatus: 200,
+        alsoDescription: 'A dry run: the plan (targets, policy decisions, gates, waves); nothing is stored',
+      },
     },
   },
   {
