@@ -13,6 +13,7 @@ import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterC
 import type { RunStore } from './ports/runs.js';
 import type { Clock } from './ports.js';
 import type { RunStarter } from './ports/interpreter.js';
+import type { Backpressure, BackpressurePass } from './backpressure.js';
 
 export interface AdmissionDeps {
   readonly runs: RunStore;
@@ -23,6 +24,8 @@ export interface AdmissionDeps {
   readonly refused?: (limit: LimitName, tenantId: string) => void;
   /** A breaker opened, half-opened or closed (`circuit_breaker_state`, incidents). */
   readonly breakerChanged?: (tenantId: string, runbookId: string, state: 'closed' | 'open' | 'half_open') => void;
+  /** Holds new runs while their profile's queue is past its bound; no backpressure when absent. */
+  readonly backpressure?: Backpressure;
 }
 
 /** What admission did with a run. */
@@ -104,11 +107,22 @@ export function makeAdmission(deps: AdmissionDeps) {
    * conditions in the same transaction as its status change and `run.admitted`, then starts it.
    * A refused condition leaves a fresh run `throttled`, and a throttled one where it is.
    */
-  async function admit(run: Run, attempt = 0): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
+  async function admit(
+    run: Run,
+    attempt = 0,
+    pass: BackpressurePass | undefined = deps.backpressure?.pass(),
+  ): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
     const now = deps.clock.now();
     const controls = await readControls(deps.admission, run.tenantId);
+    const backlog = await pass?.backlogOf(run);
     const plan = planAdmission(
-      { runId: run.runId, runbookId: run.runbookId, priority: run.priority, source: triggerSource(run.trigger) },
+      {
+        runId: run.runId,
+        runbookId: run.runbookId,
+        priority: run.priority,
+        source: triggerSource(run.trigger),
+        ...(backlog && { backlog }),
+      },
       controls,
       now,
     );
@@ -120,6 +134,7 @@ export function makeAdmission(deps: AdmissionDeps) {
     // Nothing to count and nothing held back: the run starts as it is, without a write.
     if (writes.length === 0 && run.status === 'queued') {
       await start(run);
+      if (backlog) pass?.admitted(backlog.profile);
       return { outcome: 'started' };
     }
     const iso = now.toISOString();
@@ -156,12 +171,13 @@ export function makeAdmission(deps: AdmissionDeps) {
       });
       if (!committed) return { outcome: 'unchanged' };
       await start(committed.record.run);
+      if (backlog) pass?.admitted(backlog.profile);
       return { outcome: 'started' };
     } catch (error) {
       if (!(error instanceof StaleWriteError)) throw error;
       const refusal = await whichRefused(run, plan, now);
       // Another admission took the bucket's token as read: decide again on what it left.
-      if (refusal.limit === 'burst' && attempt < 10) return admit(run, attempt + 1);
+      if (refusal.limit === 'burst' && attempt < 10) return admit(run, attempt + 1, pass);
       if (run.status === 'queued') await hold(run, refusal.limit, refusal.nextEligibleAt, refusal.source);
       else deps.refused?.(refusal.limit, run.tenantId);
       return { outcome: run.status === 'queued' ? 'throttled' : 'unchanged', ...refusal };
@@ -268,6 +284,7 @@ export function makeAdmission(deps: AdmissionDeps) {
         );
     }
     const blocked = new Set<string>();
+    const pass = deps.backpressure?.pass();
     let admitted = 0;
     for (const entry of weightedRoundRobin(backlogs, weightOf)) {
       const scopes = [
@@ -278,9 +295,12 @@ export function makeAdmission(deps: AdmissionDeps) {
       if (scopes.some((s) => blocked.has(s))) continue;
       const record = await deps.runs.load(entry.runId);
       if (!record || record.run.status !== 'throttled') continue;
-      const result = await admit(record.run);
+      if (await pass?.saturated(record.run)) continue;
+      const result = await admit(record.run, 0, pass);
       if (result.outcome === 'started') admitted++;
-      else if (result.limit !== undefined) blocked.add(`${entry.tenantId}|${result.source ?? '*'}`);
+      // A full queue is every tenant's: the pass skips that profile's runs, not the tenant's.
+      else if (result.limit !== undefined && result.limit !== 'backlog')
+        blocked.add(`${entry.tenantId}|${result.source ?? '*'}`);
     }
     return admitted;
   }

@@ -24,6 +24,18 @@ const controls = (fields: Partial<Controls> = {}): Controls => ({
 const candidate = { runId: 'run-1', runbookId: 'rb', priority: 'normal' as const, source: 'api' };
 
 describe('admission planning', () => {
+  it('refuses with `backlog` while the profile queue is at its bound, naming the profile', () => {
+    const backlog = { profile: 'dev-flex', depth: 10, max: 10 };
+    expect(planAdmission({ ...candidate, backlog }, controls(), now)).toEqual({
+      admit: false,
+      limit: 'backlog',
+      source: 'dev-flex',
+      nextEligibleAt: '2030-01-01T10:20:35.000Z',
+    });
+    expect(planAdmission({ ...candidate, backlog: { ...backlog, depth: 9 } }, controls(), now).admit).toBe(true);
+    expect(planAdmission({ ...candidate, priority: 'emergency', backlog }, controls(), now).admit).toBe(true);
+  });
+
   it('takes nothing when no control applies', () => {
     expect(planAdmission(candidate, controls(), now)).toEqual({ admit: true, counters: [], buckets: [] });
   });
