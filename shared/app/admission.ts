@@ -66,6 +66,8 @@ function takes(run: Run, plan: Extract<AdmissionPlan, { admit: true }>): Admissi
 }
 
 export function makeAdmission(deps: AdmissionDeps) {
+  /** The tenant whose run a backlog pass admitted last; the next pass starts after it. */
+  let servedLast: string | undefined;
   /** Starts the run's interpreter; the execution is named for the run, so its ARN is derived, not stored. */
   async function start(run: Run): Promise<void> {
     await deps.starter.start(run);
@@ -286,7 +288,7 @@ export function makeAdmission(deps: AdmissionDeps) {
     const blocked = new Set<string>();
     const pass = deps.backpressure?.pass();
     let admitted = 0;
-    for (const entry of weightedRoundRobin(backlogs, weightOf)) {
+    for (const entry of weightedRoundRobin(backlogs, weightOf, servedLast)) {
       const scopes = [
         `${entry.tenantId}|*`,
         `${entry.tenantId}|${entry.runbookId}`,
@@ -297,7 +299,10 @@ export function makeAdmission(deps: AdmissionDeps) {
       if (!record || record.run.status !== 'throttled') continue;
       if (await pass?.saturated(record.run)) continue;
       const result = await admit(record.run, 0, pass);
-      if (result.outcome === 'started') admitted++;
+      if (result.outcome === 'started') {
+        admitted++;
+        servedLast = entry.tenantId;
+      }
       // A full queue is every tenant's: the pass skips that profile's runs, not the tenant's.
       else if (result.limit !== undefined && result.limit !== 'backlog')
         blocked.add(`${entry.tenantId}|${result.source ?? '*'}`);
@@ -333,14 +338,21 @@ export function makeAdmission(deps: AdmissionDeps) {
     }
   }
 
-  /** A run ended: its breaker counts it, its dependents may go, and its freed capacity goes to the backlog. */
+  /**
+   * A run ended: its breaker counts it, its dependents may go, and its freed capacity goes to the
+   * backlog: its tenant's alone for a quota, but every tenant's in turn under backpressure, where
+   * the queue it leaves room in is shared (else a flooding tenant would refill it at each end).
+   */
   async function onRunEnded(runId: string, tenantId: string): Promise<void> {
     const ended = await deps.runs.load(runId);
     if (ended && ended.run.status !== 'cancelled' && ended.run.error?.code !== 'DEPENDENCY_FAILED')
       await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded');
     const waiters = await deps.admission.cells(tenantId, waiterCell(runId, ''));
     for (const waiter of waiters) await settleDependencies(String(waiter.value.runId));
-    await admitBacklog(tenantId);
+    if (!deps.backpressure) return void (await admitBacklog(tenantId));
+    // The ended run's tenant was served: the room goes to the next tenant first.
+    servedLast = tenantId;
+    await admitBacklog();
   }
 
   /**

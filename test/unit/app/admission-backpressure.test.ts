@@ -127,3 +127,33 @@ describe('admission backpressure', () => {
     expect(started.filter((id) => id.includes('flood'))).toHaveLength(3);
   });
 });
+
+describe('admission fairness under backpressure', () => {
+  it('gives a queue that frees one place per pass to each tenant in turn, whatever their names', async () => {
+    const { admission, depth, create, started } = await setup();
+    depth.set('dev-flex', { visible: MAX_BACKLOG });
+    for (let i = 0; i < 6; i++) await admission.afterCreate(await create('flood'));
+    for (let i = 0; i < 2; i++) await admission.afterCreate(await create('quiet'));
+    depth.set('dev-flex', { visible: MAX_BACKLOG - 1 });
+    for (let pass = 0; pass < 4; pass++) expect(await admission.admitBacklog()).toBe(1);
+    expect(started.map((id) => id.split('-')[1])).toEqual(['flood', 'quiet', 'flood', 'quiet']);
+  });
+
+  it('hands the room a flooding tenant’s ended run leaves in a shared queue to the other tenant first', async () => {
+    const { admission, depth, create, started, runs } = await setup();
+    depth.set('dev-flex', { visible: MAX_BACKLOG - 1 });
+    const running = await create('flood');
+    await admission.afterCreate(running);
+    depth.set('dev-flex', { visible: MAX_BACKLOG });
+    for (let i = 0; i < 3; i++) await admission.afterCreate(await create('flood'));
+    const quiet = await create('quiet');
+    await admission.afterCreate(quiet);
+    await runs.mutate(running.runId, () => ({
+      run: { status: 'succeeded', endedAt: new Date().toISOString() },
+      events: [],
+    }));
+    depth.set('dev-flex', { visible: MAX_BACKLOG - 1 });
+    await admission.onRunEnded(running.runId, 'flood');
+    expect(started.slice(1)).toEqual([quiet.runId]);
+  });
+});

@@ -137,6 +137,17 @@ describe('fairness and dependencies', () => {
     expect(order).toEqual(['a1', 'a2', 'b1', 'a3', 'a4', 'b2']);
   });
 
+  it('starts each round after the tenant served last, wrapping around', () => {
+    const backlogs = new Map([
+      ['a', ['a1', 'a2']],
+      ['b', ['b1']],
+      ['c', ['c1']],
+    ]);
+    expect(weightedRoundRobin(backlogs, undefined, 'a')).toEqual(['b1', 'c1', 'a1', 'a2']);
+    expect(weightedRoundRobin(backlogs, undefined, 'c')).toEqual(['a1', 'b1', 'c1', 'a2']);
+    expect(weightedRoundRobin(backlogs, undefined, 'bb')).toEqual(['c1', 'a1', 'b1', 'a2']);
+  });
+
   it('waits, goes, or fails on the first dependency that did not succeed', () => {
     expect(dependencyVerdict(new Map([['x', 'running']]))).toEqual({ kind: 'wait', waitingOn: ['x'] });
     expect(dependencyVerdict(new Map([['x', 'succeeded']]))).toEqual({ kind: 'ready' });
