@@ -26,7 +26,7 @@ import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
 import { makeDynamoInventoryStore } from '../shared/adapters/dynamodb/inventory-store.js';
 import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
 import { cachingVersions } from '../shared/app/runbook-cache.js';
-import { config, required } from '../shared/config.js';
+import { capacityOf, config, required } from '../shared/config.js';
 import { kmsClient, s3Client } from '../shared/adapters/aws-clients.js';
 import { makeKmsSigner } from '../shared/adapters/kms-signer.js';
 import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
@@ -37,6 +37,8 @@ import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { makeControlLog } from '../shared/app/admission-controls.js';
 import { makeDynamoAdmissionStore } from '../shared/adapters/dynamodb/admission-store.js';
 import { makeAdmission } from '../shared/app/admission.js';
+import { makeBackpressure } from '../shared/app/backpressure.js';
+import { makeSqsQueueDepth } from '../shared/adapters/sqs/queue-depth.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
@@ -58,9 +60,19 @@ const admissionMetrics = new Metrics({ namespace: 'Capstan', serviceName: 'capst
 /** The admission store, built once per process. */
 export const admissionStore = () => makeDynamoAdmissionStore(documentClient, config().CAPSTAN_STATE_TABLE);
 
-/** Admission wired to AWS: quotas, limits, breakers and dependencies in the state table. */
+let backpressure: ReturnType<typeof makeBackpressure> | undefined;
+/** Backpressure on the profile queues, bounded per profile by `CAPSTAN_CAPACITY`. */
+const profileBackpressure = () =>
+  (backpressure ??= makeBackpressure({
+    depth: makeSqsQueueDepth(sqsClient(), config().CAPSTAN_PREFIX),
+    runbooks: runbookDeps.runbooks,
+    maxBacklog: (profile) => capacityOf(config().CAPSTAN_CAPACITY, profile).maxBacklog,
+  }));
+
+/** Admission wired to AWS: quotas, limits, breakers, dependencies in the state table, and queue backpressure. */
 export const admission = () =>
   makeAdmission({
+    backpressure: profileBackpressure(),
     runs: runs(),
     admission: admissionStore(),
     starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),

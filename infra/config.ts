@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { App } from 'aws-cdk-lib';
 import { z } from 'zod';
 import { parsePolicy } from '../shared/domain/policy.js';
+import { capacitySchema } from '../shared/config.js';
 import { checkRoutes, readRoutes, runbookNamesIn } from '../shared/resources/intake-routes.js';
 import {
   environmentSchema,
@@ -50,6 +51,11 @@ export const deploymentConfigSchema = z.strictObject({
   consoleClientId: z.string().min(1).default('capstan-console'),
   /** A Slack-compatible incoming webhook for approval requests and escalations; none when empty. */
   notifyWebhookUrl: z.union([z.url(), z.literal('')]).default(''),
+  /**
+   * Capacity per sandbox profile (the schema the functions read as `CAPSTAN_CAPACITY`): the queue
+   * backlog past which admission holds new runs, and each worker service's scaling bounds and target.
+   */
+  capacity: capacitySchema.default({}),
 });
 export type DeploymentConfig = z.infer<typeof deploymentConfigSchema>;
 
@@ -70,11 +76,16 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
     'runbooksDir',
     'notifyWebhookUrl',
     'consoleClientId',
+    'capacity',
   ] as const;
   const raw: Record<string, unknown> = {};
   for (const key of keys) {
     const value = app.node.tryGetContext(`capstan:${key}`);
-    if (value !== undefined) raw[key] = key === 'profiles' && typeof value === 'string' ? value.split(',') : value;
+    if (value === undefined) continue;
+    // `-c` on the command line gives strings: a profile list, or the capacity as JSON.
+    if (key === 'profiles' && typeof value === 'string') raw[key] = value.split(',');
+    else if (key === 'capacity' && typeof value === 'string') raw[key] = parseJsonContext(key, value);
+    else raw[key] = value;
   }
   const parsed = deploymentConfigSchema.safeParse(raw);
   if (!parsed.success) {
@@ -82,6 +93,14 @@ export function readDeploymentConfig(app: App): DeploymentConfig {
     throw new Error(`invalid deployment context: ${problems}`);
   }
   return parsed.data;
+}
+
+function parseJsonContext(key: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`invalid deployment context: capstan:${key}: is not JSON`);
+  }
 }
 
 /** The policy document as the Plan function reads it, validated now so a bad one fails synth. */

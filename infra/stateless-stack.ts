@@ -84,6 +84,7 @@ export class StatelessStack extends Stack {
         CAPSTAN_EVIDENCE_BUCKET: evidenceBucket.bucketName,
         CAPSTAN_STATE_MACHINE_ARN: interpreter.stateMachineArn,
         CAPSTAN_PLATFORM_TENANT: config.platformTenant,
+        ...(Object.keys(config.capacity).length > 0 && { CAPSTAN_CAPACITY: JSON.stringify(config.capacity) }),
       },
     };
 
@@ -115,7 +116,11 @@ export class StatelessStack extends Stack {
     const ticketIngest = new TicketIngest(this, 'TicketIngest', { resources, routesDocument });
     const lifecycle = new LifecyclePublisher(this, 'LifecyclePublisher', { resources });
     const admitter = new Admitter(this, 'Admitter', { resources });
-    const workers = new Workers(this, 'Workers', { resources, secretPrefix: config.secretPrefix });
+    const workers = new Workers(this, 'Workers', {
+      resources,
+      secretPrefix: config.secretPrefix,
+      capacity: config.capacity,
+    });
 
     const functions = new Map<string, NodejsFunction>([
       ...runInterpreter.functions,

@@ -26,6 +26,8 @@ async function main(): Promise<void> {
     fresh: process.argv.includes('--fresh'),
     workers: parseWorkerCounts(process.env.CAPSTAN_WORKERS, 1),
     reconcileIntervalMs: positiveNumber('CAPSTAN_RECONCILE_SECONDS', 60) * 1000,
+    // CAPSTAN_AUTOSCALE=1: the pools follow their queues within CAPSTAN_CAPACITY, as in AWS.
+    ...(process.env.CAPSTAN_AUTOSCALE === '1' && { autoscale: {} }),
     log,
   });
   // Whatever ends this process, DynamoDB Local and the workers must not outlive it.
@@ -63,7 +65,11 @@ async function main(): Promise<void> {
   Secrets Manager  ${e.SECRETS_MANAGER}   secrets in ${home}/secrets.json
   EventBridge      ${e.EVENTBRIDGE}
   demo service     ${stack.demo.url}   (what the example runbooks call)
-  workers          ${counts}   (CAPSTAN_WORKERS=dev-flex=2,... to change)
+  workers          ${counts}   (${
+    stack.scaler
+      ? 'to start; scaled on queue backlog within CAPSTAN_CAPACITY'
+      : 'CAPSTAN_WORKERS=dev-flex=2,... to change'
+  })
   tokens           ${home}/local.json${
     stack.resumedExecutions.length > 0 ? `\n  resumed          ${stack.resumedExecutions.length} run(s) in flight` : ''
   }

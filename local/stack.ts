@@ -28,6 +28,11 @@ import { startLocalKms } from './kms.js';
 import { LocalStepFunctions } from './stepfunctions.js';
 import { StreamMapping } from './streams.js';
 import { WorkerPool } from './workers.js';
+import { type Scaler, startScaler } from './scaler.js';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { makeSqsQueueDepth } from '../shared/adapters/sqs/queue-depth.js';
+import { capacityOf, parseConfig } from '../shared/config.js';
+import { SANDBOX_PROFILE_NAMES } from '../shared/domain/sandbox-profiles.js';
 
 const ROOT = join(import.meta.dirname, '..');
 export const REGION = 'us-east-1';
@@ -49,6 +54,12 @@ export interface LocalStackOptions {
   readonly admitIntervalMs?: number;
   /** Extra environment for the handlers and workers (for example a short heartbeat in tests). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Scales each profile's workers on its queue backlog between the bounds of `CAPSTAN_CAPACITY`
+   * (as the CDK stack's policy does), reading the queues every `intervalMs` (2 s by default);
+   * `workers` is then each pool's starting size. Off when absent: the counts stay fixed.
+   */
+  readonly autoscale?: { readonly intervalMs?: number };
   /** Puts a counting proxy in front of DynamoDB and SQS (for the bench), on the gateway port + 6 and + 7. */
   readonly meterRequests?: boolean;
   readonly log: (line: string) => void;
@@ -61,6 +72,8 @@ export interface LocalStack {
   readonly endpoints: Readonly<Record<string, string>>;
   readonly issuer: LocalIssuer;
   readonly workers: WorkerPool;
+  /** The worker scaler, when `autoscale` is on: its samples are the pool sizes over time. */
+  readonly scaler?: Scaler;
   readonly stepFunctions: LocalStepFunctions;
   readonly resumedExecutions: readonly string[];
   /** The service the example runbooks call (health, tickets, webhooks), on the gateway port + 8. */
@@ -378,6 +391,29 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const pool = workers;
     pool.start();
     cleanups.push(() => pool.stop());
+    let scaler: Scaler | undefined;
+    if (options.autoscale) {
+      const capacity = parseConfig(env).CAPSTAN_CAPACITY;
+      const sqs = new SQSClient({
+        endpoint: queueEndpoint,
+        region: REGION,
+        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        useQueueUrlAsEndpoint: false,
+      });
+      const running = startScaler({
+        pool,
+        depth: makeSqsQueueDepth(sqs, PREFIX),
+        profiles: new Map(SANDBOX_PROFILE_NAMES.map((profile) => [profile, capacityOf(capacity, profile)])),
+        intervalMs: options.autoscale.intervalMs ?? 2_000,
+        log,
+      });
+      scaler = running;
+      // Before the pool stops: a scale-in must not start while the workers drain for shutdown.
+      cleanups.push(() => {
+        running.stop();
+        sqs.destroy();
+      });
+    }
 
     const localFile = join(options.stateDir, 'local.json');
     const wsUrl = `ws://127.0.0.1:${port}${WEBSOCKET_PATH}`;
@@ -396,6 +432,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       endpoints,
       issuer,
       workers: pool,
+      ...(scaler ? { scaler } : {}),
       stepFunctions,
       resumedExecutions,
       demo,

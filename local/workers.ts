@@ -18,6 +18,13 @@ export interface WorkerPoolOptions {
   readonly onDeath?: (dead: { readonly pid: number; readonly how: string }) => void;
 }
 
+/** A worker the pool asked to stop (scale-in) and how long it took to drain and exit. */
+export interface Drained {
+  readonly profile: SandboxProfileName;
+  readonly pid: number;
+  readonly ms: number;
+}
+
 interface Slot {
   readonly profile: SandboxProfileName;
   readonly index: number;
@@ -25,6 +32,8 @@ interface Slot {
   restarts: number;
   startedAt: number;
   timer?: NodeJS.Timeout;
+  /** Asked to stop by a scale-in: not restarted when it exits. */
+  retiring?: { readonly at: number; readonly kill: NodeJS.Timeout };
 }
 
 /** Counts per profile from `dev-flex=2,prod-standard=1`; unnamed profiles get `fallback`. */
@@ -53,8 +62,10 @@ export function parseWorkerCounts(
  * after a minute of health), and each restart is logged.
  */
 export class WorkerPool {
-  private readonly slots: Slot[] = [];
+  private slots: Slot[] = [];
   private stopping = false;
+  /** Workers a scale-in stopped, with their drain times, oldest first. */
+  readonly drained: Drained[] = [];
 
   constructor(private readonly options: WorkerPoolOptions) {
     for (const [profile, count] of Object.entries(options.counts) as Array<[SandboxProfileName, number]>)
@@ -75,6 +86,41 @@ export class WorkerPool {
 
   start(): void {
     for (const slot of this.slots) this.launch(slot);
+  }
+
+  /** Workers of `profile` the pool keeps (running or restarting), not counting those draining away. */
+  size(profile: SandboxProfileName): number {
+    return this.slots.filter((s) => s.profile === profile && !s.retiring).length;
+  }
+
+  /**
+   * Moves `profile` to `count` workers, as an ECS service moves to a new desired count: new
+   * workers start at once; surplus ones (the newest first) get one SIGTERM and drain, finishing
+   * the step they run, and are killed only past the stop timeout.
+   */
+  scale(profile: SandboxProfileName, count: number): void {
+    if (this.stopping) return;
+    const kept = this.slots.filter((s) => s.profile === profile && !s.retiring);
+    for (let n = kept.length; n < count; n++) {
+      const index = Math.max(0, ...this.slots.filter((s) => s.profile === profile).map((s) => s.index)) + 1;
+      const slot: Slot = { profile, index, restarts: 0, startedAt: 0 };
+      this.slots.push(slot);
+      this.launch(slot);
+    }
+    for (const slot of kept.slice(count).reverse()) this.retire(slot);
+  }
+
+  private retire(slot: Slot): void {
+    const child = slot.child;
+    clearTimeout(slot.timer);
+    if (!child || child.exitCode !== null || child.signalCode !== null) {
+      this.slots = this.slots.filter((s) => s !== slot);
+      return;
+    }
+    const kill = setTimeout(() => child.kill('SIGKILL'), this.options.stopTimeoutMs ?? 10_000);
+    slot.retiring = { at: Date.now(), kill };
+    this.options.log(`${this.label(slot)} scaled in; draining`);
+    child.kill('SIGTERM');
   }
 
   private label(slot: Slot): string {
@@ -100,6 +146,16 @@ export class WorkerPool {
         this.options.log(`[${slot.profile}#${slot.index}] ${line}`),
       );
     child.once('exit', (code, signal) => {
+      if (slot.retiring) {
+        clearTimeout(slot.retiring.kill);
+        this.slots = this.slots.filter((s) => s !== slot);
+        const ms = Date.now() - slot.retiring.at;
+        if (child.pid !== undefined) this.drained.push({ profile: slot.profile, pid: child.pid, ms });
+        if ((signal !== null || code !== 0) && child.pid !== undefined && !this.stopping)
+          this.options.onDeath?.({ pid: child.pid, how: `exited with ${signal ?? `code ${code}`} while draining` });
+        this.options.log(`${this.label(slot)} drained in ${ms} ms (${signal ?? `code ${code}`})`);
+        return;
+      }
       if (this.stopping) return;
       // Exit 0 is a drain (asked by an operator): the worker deregistered and holds nothing.
       if ((signal !== null || code !== 0) && child.pid !== undefined)
@@ -120,18 +176,21 @@ export class WorkerPool {
     const running = this.slots.flatMap((slot) => {
       clearTimeout(slot.timer);
       const child = slot.child;
-      return child && child.exitCode === null && child.signalCode === null ? [child] : [];
+      return child && child.exitCode === null && child.signalCode === null
+        ? [{ child, draining: !!slot.retiring }]
+        : [];
     });
     await Promise.all(
       running.map(
-        (child) =>
+        ({ child, draining }) =>
           new Promise<void>((resolve) => {
             const kill = setTimeout(() => child.kill('SIGKILL'), this.options.stopTimeoutMs ?? 10_000);
             child.once('exit', () => {
               clearTimeout(kill);
               resolve();
             });
-            child.kill('SIGTERM');
+            // A draining worker has had its SIGTERM; a second one would make it give up its step.
+            if (!draining) child.kill('SIGTERM');
           }),
       ),
     );

@@ -1,5 +1,51 @@
 import { z } from 'zod';
-import { sandboxProfileNameSchema } from './domain/sandbox-profiles.js';
+import { SANDBOX_PROFILES, type SandboxProfileName, sandboxProfileNameSchema } from './domain/sandbox-profiles.js';
+
+/**
+ * One sandbox profile's capacity (seed 002 WO-012, seed 003's `max_pending`): the queue backlog
+ * past which admission holds new runs back, and the bounds and target of its worker pool, which
+ * scales on queue backlog per worker (Application Auto Scaling in AWS, the local scaler locally).
+ */
+export const profileCapacitySchema = z
+  .strictObject({
+    /** Visible messages in the profile's queue at which admission starts holding new runs (`backlog`). */
+    maxBacklog: z.number().int().min(1).max(1_000_000).default(500),
+    /** Workers kept when idle; the profile's `desiredCount` when unset. */
+    minWorkers: z.number().int().min(0).max(1_000).optional(),
+    /** The most workers a burst grows the pool to. @default 4 */
+    maxWorkers: z.number().int().min(1).max(1_000).default(4),
+    /** Messages (waiting and in flight) one worker is expected to hold: the scaling target. */
+    backlogPerWorker: z.number().int().min(1).max(10_000).default(10),
+  })
+  .refine((c) => c.minWorkers === undefined || c.minWorkers <= c.maxWorkers, {
+    message: 'minWorkers must not exceed maxWorkers',
+  });
+
+/** Capacity per sandbox profile; a profile left out gets the defaults. */
+export const capacitySchema = z.partialRecord(sandboxProfileNameSchema, profileCapacitySchema);
+export type CapacityConfig = z.infer<typeof capacitySchema>;
+export type ProfileCapacity = Required<z.infer<typeof profileCapacitySchema>>;
+
+/** A profile's capacity with every default filled in. */
+export function capacityOf(capacity: CapacityConfig | undefined, profile: SandboxProfileName): ProfileCapacity {
+  const given = capacity?.[profile] ?? profileCapacitySchema.parse({});
+  const minWorkers = given.minWorkers ?? Math.min(SANDBOX_PROFILES[profile].container.desiredCount, given.maxWorkers);
+  return { ...given, minWorkers };
+}
+
+/** JSON text parsed, then checked by `schema`; bad JSON is an issue on the variable, not a throw. */
+const jsonOf = <T>(schema: z.ZodType<T>) =>
+  z
+    .string()
+    .transform((text, ctx): unknown => {
+      try {
+        return JSON.parse(text);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'is not JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
 
 /**
  * Settings every component reads from its environment, parsed once at cold start.
@@ -40,6 +86,8 @@ export const configSchema = z.object({
   CAPSTAN_ROUTES: z.string().optional(),
   /** Where links in notifications point: `<base>/v1/runs/<id>`. */
   CAPSTAN_LINK_BASE_URL: z.url().optional(),
+  /** Capacity per sandbox profile (JSON, `capacitySchema`): backpressure bound and worker pool bounds. */
+  CAPSTAN_CAPACITY: jsonOf(capacitySchema).optional(),
 });
 export type CapstanConfig = z.infer<typeof configSchema>;
 

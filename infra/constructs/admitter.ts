@@ -7,7 +7,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { CapstanFunction } from './capstan-function.js';
-import { grantRunState, type RunResources } from './run-resources.js';
+import { grantAdmitRuns, grantRunState, type RunResources } from './run-resources.js';
 
 export interface AdmitterProps {
   readonly resources: RunResources;
@@ -55,6 +55,6 @@ export class Admitter extends Construct {
       targets: [new LambdaFunction(this.function)],
     });
     grantRunState(resources, this.function, 'read-write');
-    resources.interpreter.grantStartExecution(this.function);
+    grantAdmitRuns(resources, this.function);
   }
 }

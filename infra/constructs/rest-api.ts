@@ -18,7 +18,7 @@ import type { RouteAccess, RouteSpec } from '../../shared/resources/routes.js';
 import { ErrorGatewayResponses } from './gateway-responses.js';
 import { grantReconcile } from './reconciler.js';
 import { CapstanFunction } from './capstan-function.js';
-import { grantRunState, queueEnvironment, type RunResources } from './run-resources.js';
+import { grantAdmitRuns, grantRunState, queueEnvironment, type RunResources } from './run-resources.js';
 import { grantIngestTickets } from './ticket-ingest.js';
 
 /** Who issues the JWTs the API accepts. */
@@ -135,7 +135,7 @@ export class RestApi extends Construct {
   ): void {
     switch (access) {
       case 'start-runs':
-        resources.interpreter.grantStartExecution(handler);
+        grantAdmitRuns(resources, handler);
         return;
       case 'resume-runs':
         resources.interpreter.grantTaskResponse(handler);

@@ -48,3 +48,12 @@ export function queueEnvironment(resources: RunResources): Record<string, string
     environment[`CAPSTAN_QUEUE_URL_${profile.replaceAll('-', '_').toUpperCase()}`] = pq.queue.queueUrl;
   return environment;
 }
+
+/**
+ * Grants what admitting a run takes besides the run state: starting its interpreter, and reading
+ * the depth of the step queues (backpressure holds runs while their profile's queue is past its bound).
+ */
+export function grantAdmitRuns(resources: RunResources, fn: NodejsFunction): void {
+  resources.interpreter.grantStartExecution(fn);
+  for (const pq of resources.queues.values()) pq.queue.grant(fn, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
+}

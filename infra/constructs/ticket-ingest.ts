@@ -7,7 +7,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Arn, ArnFormat, Stack } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { CapstanFunction } from './capstan-function.js';
-import { grantRunState, type RunResources } from './run-resources.js';
+import { grantAdmitRuns, grantRunState, type RunResources } from './run-resources.js';
 
 export interface TicketIngestProps {
   /** Ticket events arrive on `resources.eventBus`. */
@@ -79,6 +79,6 @@ export class TicketIngest extends Construct {
       ],
     });
     grantRunState(resources, this.function, 'read-write');
-    resources.interpreter.grantStartExecution(this.function);
+    grantAdmitRuns(resources, this.function);
   }
 }

@@ -1,4 +1,5 @@
-import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Names, Stack } from 'aws-cdk-lib';
+import { CfnScalingPolicy } from 'aws-cdk-lib/aws-applicationautoscaling';
 import { type IVpc, Peer, Port, SecurityGroup, SubnetType } from 'aws-cdk-lib/aws-ec2';
 import {
   Capability,
@@ -14,7 +15,9 @@ import {
 import { Grant } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { ProfileCapacity } from '../../shared/config.js';
 import type { SandboxProfile } from '../../shared/domain/sandbox-profiles.js';
 
 export interface WorkerServiceProps {
@@ -27,6 +30,10 @@ export interface WorkerServiceProps {
   /** Secrets this profile's workers may read: `<secretPrefix>/<profile>/*`. */
   readonly secretPrefix: string;
   readonly logKey: IKey;
+  /** The profile's step queue: the service scales on its backlog per task. */
+  readonly queue: IQueue;
+  /** Scaling bounds and target (`capacityOf` fills the defaults). */
+  readonly capacity: ProfileCapacity;
 }
 
 /**
@@ -41,7 +48,11 @@ export class WorkerService extends Construct {
 
   constructor(scope: Construct, id: string, props: WorkerServiceProps) {
     super(scope, id);
-    const { profile } = props;
+    const { profile, capacity } = props;
+    if (capacity.minWorkers > capacity.maxWorkers)
+      throw new Error(
+        `profile ${profile.name}: minWorkers ${capacity.minWorkers} exceeds maxWorkers ${capacity.maxWorkers}`,
+      );
     if (profile.stopTimeoutSeconds < 2 || profile.stopTimeoutSeconds > 120) {
       throw new Error(
         `profile ${profile.name}: Fargate stop timeout must be 2-120 s, got ${profile.stopTimeoutSeconds}`,
@@ -95,7 +106,7 @@ export class WorkerService extends Construct {
     this.service = new FargateService(this, 'Service', {
       cluster: props.cluster,
       taskDefinition: this.taskDefinition,
-      desiredCount: profile.container.desiredCount,
+      desiredCount: Math.min(Math.max(profile.container.desiredCount, capacity.minWorkers), capacity.maxWorkers),
       assignPublicIp: false,
       securityGroups: [this.securityGroup],
       vpcSubnets: { subnetType: SubnetType.PRIVATE_WITH_EGRESS },
@@ -103,6 +114,8 @@ export class WorkerService extends Construct {
       minHealthyPercent: 100,
       maxHealthyPercent: 200,
     });
+
+    this.scaleOnBacklog(props.queue, capacity);
 
     const stack = Stack.of(this);
     Grant.addToPrincipal({
@@ -117,5 +130,66 @@ export class WorkerService extends Construct {
         }),
       ],
     });
+  }
+
+  /**
+   * Target tracking on backlog per task, (waiting + in-flight messages) / running tasks, held at
+   * `backlogPerWorker`: the rule the local scaler applies to its worker processes. The L2 policy
+   * takes no metric math, so the policy is the L1 resource with the metric queries CloudFormation
+   * accepts; AWS manages its alarms, so it adds no alarm to the stack.
+   */
+  private scaleOnBacklog(queue: IQueue, capacity: ProfileCapacity): void {
+    const scaling = this.service.autoScaleTaskCount({
+      minCapacity: capacity.minWorkers,
+      maxCapacity: capacity.maxWorkers,
+    });
+    const queueMetric = (id: string, metricName: string) => ({
+      id,
+      returnData: false,
+      metricStat: {
+        metric: { namespace: 'AWS/SQS', metricName, dimensions: [{ name: 'QueueName', value: queue.queueName }] },
+        stat: 'Sum',
+      },
+    });
+    const policy = new CfnScalingPolicy(this, 'BacklogPerTask', {
+      policyName: `${Names.uniqueId(this)}-backlog-per-task`.slice(-256),
+      policyType: 'TargetTrackingScaling',
+      serviceNamespace: 'ecs',
+      resourceId: scaling.scalableTargetRef.resourceId,
+      scalableDimension: scaling.scalableTargetRef.scalableDimension,
+      targetTrackingScalingPolicyConfiguration: {
+        targetValue: capacity.backlogPerWorker,
+        scaleOutCooldown: 60,
+        scaleInCooldown: 120,
+        customizedMetricSpecification: {
+          metrics: [
+            queueMetric('visible', 'ApproximateNumberOfMessagesVisible'),
+            queueMetric('inflight', 'ApproximateNumberOfMessagesNotVisible'),
+            {
+              id: 'tasks',
+              returnData: false,
+              metricStat: {
+                metric: {
+                  namespace: 'ECS/ContainerInsights',
+                  metricName: 'RunningTaskCount',
+                  dimensions: [
+                    { name: 'ClusterName', value: this.service.cluster.clusterName },
+                    { name: 'ServiceName', value: this.service.serviceName },
+                  ],
+                },
+                stat: 'Average',
+              },
+            },
+            {
+              id: 'backlogPerTask',
+              label: 'Backlog per task',
+              expression: 'IF(tasks > 0, (visible + inflight) / tasks, visible + inflight)',
+              returnData: true,
+            },
+          ],
+        },
+      },
+    });
+    policy.node.addDependency(scaling);
   }
 }

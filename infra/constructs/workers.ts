@@ -4,6 +4,7 @@ import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import { Cluster, ContainerImage, ContainerInsights } from 'aws-cdk-lib/aws-ecs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { type CapacityConfig, capacityOf } from '../../shared/config.js';
 import { SANDBOX_PROFILES, type SandboxProfileName } from '../../shared/domain/sandbox-profiles.js';
 import type { RunResources } from './run-resources.js';
 import { WorkerDeaths } from './worker-deaths.js';
@@ -18,6 +19,8 @@ export interface WorkersProps {
   readonly secretPrefix: string;
   /** @default 2 */
   readonly maxAzs?: number;
+  /** Scaling bounds and target per profile. @default each profile's defaults (`capacityOf`) */
+  readonly capacity?: CapacityConfig;
 }
 
 /**
@@ -80,6 +83,8 @@ export class Workers extends Construct {
         environment: { ...resources.environment, CAPSTAN_QUEUE_URL: pq.queue.queueUrl },
         secretPrefix: props.secretPrefix,
         logKey: resources.key,
+        queue: pq.queue,
+        capacity: capacityOf(props.capacity, profileName),
       });
       const taskRole = worker.taskDefinition.taskRole;
       pq.queue.grantConsumeMessages(taskRole);

@@ -13,6 +13,7 @@ import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterC
 import type { RunStore } from './ports/runs.js';
 import type { Clock } from './ports.js';
 import type { RunStarter } from './ports/interpreter.js';
+import type { Backpressure, BackpressurePass } from './backpressure.js';
 
 export interface AdmissionDeps {
   readonly runs: RunStore;
@@ -23,6 +24,8 @@ export interface AdmissionDeps {
   readonly refused?: (limit: LimitName, tenantId: string) => void;
   /** A breaker opened, half-opened or closed (`circuit_breaker_state`, incidents). */
   readonly breakerChanged?: (tenantId: string, runbookId: string, state: 'closed' | 'open' | 'half_open') => void;
+  /** Holds new runs while their profile's queue is past its bound; no backpressure when absent. */
+  readonly backpressure?: Backpressure;
 }
 
 /** What admission did with a run. */
@@ -63,6 +66,8 @@ function takes(run: Run, plan: Extract<AdmissionPlan, { admit: true }>): Admissi
 }
 
 export function makeAdmission(deps: AdmissionDeps) {
+  /** The tenant whose run a backlog pass admitted last; the next pass starts after it. */
+  let servedLast: string | undefined;
   /** Starts the run's interpreter; the execution is named for the run, so its ARN is derived, not stored. */
   async function start(run: Run): Promise<void> {
     await deps.starter.start(run);
@@ -104,11 +109,22 @@ export function makeAdmission(deps: AdmissionDeps) {
    * conditions in the same transaction as its status change and `run.admitted`, then starts it.
    * A refused condition leaves a fresh run `throttled`, and a throttled one where it is.
    */
-  async function admit(run: Run, attempt = 0): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
+  async function admit(
+    run: Run,
+    attempt = 0,
+    pass: BackpressurePass | undefined = deps.backpressure?.pass(),
+  ): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
     const now = deps.clock.now();
     const controls = await readControls(deps.admission, run.tenantId);
+    const backlog = await pass?.backlogOf(run);
     const plan = planAdmission(
-      { runId: run.runId, runbookId: run.runbookId, priority: run.priority, source: triggerSource(run.trigger) },
+      {
+        runId: run.runId,
+        runbookId: run.runbookId,
+        priority: run.priority,
+        source: triggerSource(run.trigger),
+        ...(backlog && { backlog }),
+      },
       controls,
       now,
     );
@@ -120,6 +136,7 @@ export function makeAdmission(deps: AdmissionDeps) {
     // Nothing to count and nothing held back: the run starts as it is, without a write.
     if (writes.length === 0 && run.status === 'queued') {
       await start(run);
+      if (backlog) pass?.admitted(backlog.profile);
       return { outcome: 'started' };
     }
     const iso = now.toISOString();
@@ -156,12 +173,13 @@ export function makeAdmission(deps: AdmissionDeps) {
       });
       if (!committed) return { outcome: 'unchanged' };
       await start(committed.record.run);
+      if (backlog) pass?.admitted(backlog.profile);
       return { outcome: 'started' };
     } catch (error) {
       if (!(error instanceof StaleWriteError)) throw error;
       const refusal = await whichRefused(run, plan, now);
       // Another admission took the bucket's token as read: decide again on what it left.
-      if (refusal.limit === 'burst' && attempt < 10) return admit(run, attempt + 1);
+      if (refusal.limit === 'burst' && attempt < 10) return admit(run, attempt + 1, pass);
       if (run.status === 'queued') await hold(run, refusal.limit, refusal.nextEligibleAt, refusal.source);
       else deps.refused?.(refusal.limit, run.tenantId);
       return { outcome: run.status === 'queued' ? 'throttled' : 'unchanged', ...refusal };
@@ -268,8 +286,9 @@ export function makeAdmission(deps: AdmissionDeps) {
         );
     }
     const blocked = new Set<string>();
+    const pass = deps.backpressure?.pass();
     let admitted = 0;
-    for (const entry of weightedRoundRobin(backlogs, weightOf)) {
+    for (const entry of weightedRoundRobin(backlogs, weightOf, servedLast)) {
       const scopes = [
         `${entry.tenantId}|*`,
         `${entry.tenantId}|${entry.runbookId}`,
@@ -278,9 +297,15 @@ export function makeAdmission(deps: AdmissionDeps) {
       if (scopes.some((s) => blocked.has(s))) continue;
       const record = await deps.runs.load(entry.runId);
       if (!record || record.run.status !== 'throttled') continue;
-      const result = await admit(record.run);
-      if (result.outcome === 'started') admitted++;
-      else if (result.limit !== undefined) blocked.add(`${entry.tenantId}|${result.source ?? '*'}`);
+      if (await pass?.saturated(record.run)) continue;
+      const result = await admit(record.run, 0, pass);
+      if (result.outcome === 'started') {
+        admitted++;
+        servedLast = entry.tenantId;
+      }
+      // A full queue is every tenant's: the pass skips that profile's runs, not the tenant's.
+      else if (result.limit !== undefined && result.limit !== 'backlog')
+        blocked.add(`${entry.tenantId}|${result.source ?? '*'}`);
     }
     return admitted;
   }
@@ -313,14 +338,21 @@ export function makeAdmission(deps: AdmissionDeps) {
     }
   }
 
-  /** A run ended: its breaker counts it, its dependents may go, and its freed capacity goes to the backlog. */
+  /**
+   * A run ended: its breaker counts it, its dependents may go, and its freed capacity goes to the
+   * backlog: its tenant's alone for a quota, but every tenant's in turn under backpressure, where
+   * the queue it leaves room in is shared (else a flooding tenant would refill it at each end).
+   */
   async function onRunEnded(runId: string, tenantId: string): Promise<void> {
     const ended = await deps.runs.load(runId);
     if (ended && ended.run.status !== 'cancelled' && ended.run.error?.code !== 'DEPENDENCY_FAILED')
       await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded');
     const waiters = await deps.admission.cells(tenantId, waiterCell(runId, ''));
     for (const waiter of waiters) await settleDependencies(String(waiter.value.runId));
-    await admitBacklog(tenantId);
+    if (!deps.backpressure) return void (await admitBacklog(tenantId));
+    // The ended run's tenant was served: the room goes to the next tenant first.
+    servedLast = tenantId;
+    await admitBacklog();
   }
 
   /**

@@ -6,6 +6,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../infra/app.js';
+import { capacityOf } from '../../shared/config.js';
 import { SANDBOX_PROFILE_NAMES, SANDBOX_PROFILES } from '../../shared/domain/sandbox-profiles.js';
 
 const CONTEXT = {
@@ -127,6 +128,41 @@ describe('the stateless stack', () => {
       expect(service.Properties.NetworkConfiguration).toMatchObject({
         AwsvpcConfiguration: { AssignPublicIp: 'DISABLED' },
       });
+    }
+  });
+
+  it("scales each profile's workers on its queue backlog per task, between its bounds", () => {
+    const targets = resources(stateless, 'AWS::ApplicationAutoScaling::ScalableTarget');
+    expect(targets).toHaveLength(SANDBOX_PROFILE_NAMES.length);
+    for (const profile of SANDBOX_PROFILE_NAMES) {
+      const { minWorkers, maxWorkers } = capacityOf(undefined, profile);
+      expect(
+        targets.some(
+          ([id, t]) =>
+            inPart(id).startsWith(`Workers${profile.replace('-', '')}`) &&
+            t.Properties.MinCapacity === minWorkers &&
+            t.Properties.MaxCapacity === maxWorkers &&
+            t.Properties.ScalableDimension === 'ecs:service:DesiredCount',
+        ),
+      ).toBe(true);
+    }
+    const policies = resources(stateless, 'AWS::ApplicationAutoScaling::ScalingPolicy');
+    expect(policies).toHaveLength(SANDBOX_PROFILE_NAMES.length);
+    for (const [, policy] of policies) {
+      expect(policy.Properties.PolicyType).toBe('TargetTrackingScaling');
+      const tracking = policy.Properties.TargetTrackingScalingPolicyConfiguration as {
+        TargetValue: number;
+        CustomizedMetricSpecification: { Metrics: Array<Record<string, unknown>> };
+      };
+      expect(tracking.TargetValue).toBe(capacityOf(undefined, 'dev-flex').backlogPerWorker);
+      const metrics = JSON.stringify(tracking.CustomizedMetricSpecification.Metrics);
+      for (const name of [
+        'ApproximateNumberOfMessagesVisible',
+        'ApproximateNumberOfMessagesNotVisible',
+        'RunningTaskCount',
+      ])
+        expect(metrics).toContain(name);
+      expect(metrics).toContain('(visible + inflight) / tasks');
     }
   });
 
@@ -284,7 +320,10 @@ describe('the stateless stack', () => {
       );
 
   it('grants each function only the AWS access its handler needs', () => {
-    expect(actionsOf('Fnapicreaterun')).toContain('states:StartExecution');
+    expect(actionsOf('Fnapicreaterun')).toEqual(
+      expect.arrayContaining(['states:StartExecution', 'sqs:GetQueueAttributes']),
+    );
+    expect(actionsOf('Fnapicreaterun')).not.toContain('sqs:SendMessage');
     for (const readOnly of ['Fnapilistruns', 'Fnapigetrun', 'Fnplan']) {
       expect(actionsOf(readOnly)).not.toContain('states:StartExecution');
       expect(actionsOf(readOnly)).not.toContain('states:SendTaskSuccess');

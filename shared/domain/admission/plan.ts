@@ -41,6 +41,15 @@ export interface Candidate {
   readonly priority: Priority;
   /** `api`, `eventbridge:<source>` or `webhook:<source>`. */
   readonly source: string;
+  /** The backlog of the queue its steps go to, when admission watches it (backpressure). */
+  readonly backlog?: QueueBacklog;
+}
+
+/** A sandbox profile's queue as admission sees it: messages waiting, and the bound past which it holds runs. */
+export interface QueueBacklog {
+  readonly profile: string;
+  readonly depth: number;
+  readonly max: number;
 }
 
 /** The controls in force for one tenant, as read at once. */
@@ -79,6 +88,10 @@ export function planAdmission(
     return { admit: false, limit: 'breaker', source: candidate.runbookId, nextEligibleAt: breaker.openUntil };
   if (breaker?.state === 'half_open')
     return { admit: false, limit: 'breaker', source: candidate.runbookId, nextEligibleAt: recheck };
+  // Emergency runs are what a saturated fleet must still run; everything else waits for it to drain.
+  const { backlog } = candidate;
+  if (backlog && candidate.priority !== 'emergency' && backlog.depth >= backlog.max)
+    return { admit: false, limit: 'backlog', source: backlog.profile, nextEligibleAt: recheck };
   const through = breaker && admitThrough(breaker, candidate.runId, now);
   const counters: CounterTake[] = [];
   const buckets: BucketTake[] = [];

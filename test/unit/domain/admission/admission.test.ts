@@ -24,6 +24,18 @@ const controls = (fields: Partial<Controls> = {}): Controls => ({
 const candidate = { runId: 'run-1', runbookId: 'rb', priority: 'normal' as const, source: 'api' };
 
 describe('admission planning', () => {
+  it('refuses with `backlog` while the profile queue is at its bound, naming the profile', () => {
+    const backlog = { profile: 'dev-flex', depth: 10, max: 10 };
+    expect(planAdmission({ ...candidate, backlog }, controls(), now)).toEqual({
+      admit: false,
+      limit: 'backlog',
+      source: 'dev-flex',
+      nextEligibleAt: '2030-01-01T10:20:35.000Z',
+    });
+    expect(planAdmission({ ...candidate, backlog: { ...backlog, depth: 9 } }, controls(), now).admit).toBe(true);
+    expect(planAdmission({ ...candidate, priority: 'emergency', backlog }, controls(), now).admit).toBe(true);
+  });
+
   it('takes nothing when no control applies', () => {
     expect(planAdmission(candidate, controls(), now)).toEqual({ admit: true, counters: [], buckets: [] });
   });
@@ -123,6 +135,17 @@ describe('fairness and dependencies', () => {
       (t) => (t === 'a' ? 2 : 1),
     );
     expect(order).toEqual(['a1', 'a2', 'b1', 'a3', 'a4', 'b2']);
+  });
+
+  it('starts each round after the tenant served last, wrapping around', () => {
+    const backlogs = new Map([
+      ['a', ['a1', 'a2']],
+      ['b', ['b1']],
+      ['c', ['c1']],
+    ]);
+    expect(weightedRoundRobin(backlogs, undefined, 'a')).toEqual(['b1', 'c1', 'a1', 'a2']);
+    expect(weightedRoundRobin(backlogs, undefined, 'c')).toEqual(['a1', 'b1', 'c1', 'a2']);
+    expect(weightedRoundRobin(backlogs, undefined, 'bb')).toEqual(['c1', 'a1', 'b1', 'a2']);
   });
 
   it('waits, goes, or fails on the first dependency that did not succeed', () => {

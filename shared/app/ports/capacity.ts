@@ -1,0 +1,14 @@
+import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
+
+/** A profile queue's approximate depth, as the queue reports it. */
+export interface QueueDepthReading {
+  /** Messages waiting to be received (`ApproximateNumberOfMessages`). */
+  readonly visible: number;
+  /** Messages received and not yet deleted: steps being run (`ApproximateNumberOfMessagesNotVisible`). */
+  readonly inFlight: number;
+}
+
+/** Reads the depth of a sandbox profile's step queue; backpressure and scaling act on it. */
+export interface QueueDepth {
+  depth(profile: SandboxProfileName): Promise<QueueDepthReading>;
+}
