@@ -5,7 +5,7 @@ import { Cluster, ContainerImage, ContainerInsights } from 'aws-cdk-lib/aws-ecs'
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { SANDBOX_PROFILES, type SandboxProfileName } from '../../shared/domain/sandbox-profiles.js';
-import type { RunResources } from './run-resources.js';
+import { grantNodeQueues, type RunResources } from './run-resources.js';
 import { WorkerDeaths } from './worker-deaths.js';
 import { WorkerService } from './worker-service.js';
 
@@ -83,6 +83,9 @@ export class Workers extends Construct {
       });
       const taskRole = worker.taskDefinition.taskRole;
       pq.queue.grantConsumeMessages(taskRole);
+      // An agent worker creates its node's queue, redriving to the profile's dead-letter queue.
+      grantNodeQueues(resources, taskRole, 'own');
+      pq.deadLetterQueue.grant(taskRole, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
       resources.state.grantReadWriteData(taskRole);
       resources.events.grantReadWriteData(taskRole);
       resources.interpreter.grantTaskResponse(taskRole);
