@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../local/stack.js';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { type LocalStack, PREFIX } from '../../local/stack.js';
+import { makeSqsCommandQueue } from '../../shared/adapters/sqs/command-queue.js';
+import type { StepCommand } from '../../shared/domain/messages.js';
 import { callApi, until as waitUntil } from '../support/stack-api.js';
 import { startTestStack, stopTestStack } from '../support/test-stack.js';
 
@@ -15,7 +18,7 @@ beforeAll(async () => {
       { nodeId: 'web-2', groups: ['web', 'eu'], profile: 'dev-flex' },
     ],
     reconcileIntervalMs: 60_000,
-    env: { CAPSTAN_WORKER_HEARTBEAT_SECONDS: '1' },
+    env: { CAPSTAN_WORKER_HEARTBEAT_SECONDS: '1', POWERTOOLS_LOG_LEVEL: 'INFO' },
     log: (line) => log.push(line),
   }));
 }, 90_000);
@@ -73,6 +76,47 @@ describe('the inventory on the local stack', () => {
     const bad = await api('admin', 'PUT', '/inventory/nodes/db-9', { groups: ['no spaces'] });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('groups');
+  });
+
+  it("delivers a command for one agent node to that node's worker and never to another", async () => {
+    const sqs = new SQSClient({
+      endpoint: running().endpoints.SQS,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      useQueueUrlAsEndpoint: false,
+    });
+    const command = (nodeId: string): StepCommand => ({
+      v: 1,
+      // No such execution: the worker that receives it logs the delivery as ended and deletes it.
+      executionId: `probe-${nodeId}-${Date.now()}`,
+      runId: 'run-routing-probe',
+      tenantId: 'local',
+      stepId: 'probe',
+      kind: 'step',
+      targetId: nodeId,
+      attempt: 1,
+      idempotencyKey: `probe-${nodeId}`,
+      backend: 'test',
+      action: 'echo',
+      params: { message: 'hi' },
+      timeoutMs: 1000,
+      secrets: [],
+      sandboxProfile: 'dev-flex',
+      target: { id: nodeId, source: 'agent', attributes: {} },
+    });
+    const [forOne, forTwo] = [command('web-1'), command('web-2')];
+    try {
+      expect(await makeSqsCommandQueue(sqs, PREFIX).send('dev-flex', [forOne, forTwo])).toEqual([]);
+    } finally {
+      sqs.destroy();
+    }
+    const handledBy = (executionId: string) =>
+      log.filter((line) => line.includes(executionId)).map((line) => /^\[agent:([^\]]+)\]/.exec(line)?.[1]);
+    await until('both agents to receive their command', async () =>
+      handledBy(forOne.executionId).length > 0 && handledBy(forTwo.executionId).length > 0 ? true : undefined,
+    );
+    expect(new Set(handledBy(forOne.executionId))).toEqual(new Set(['web-1']));
+    expect(new Set(handledBy(forTwo.executionId))).toEqual(new Set(['web-2']));
   });
 
   it('shows an agent offline once its worker stops', async () => {
