@@ -21,6 +21,7 @@ import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
 import { makeDynamoInventoryStore } from '../shared/adapters/dynamodb/inventory-store.js';
 import { ensureNodeQueue } from '../shared/adapters/sqs/node-queues.js';
 import { makeAgentNode } from '../shared/app/inventory.js';
+import { groupNameSchema } from '../shared/domain/inventory.js';
 import type { AgentNode } from '../shared/app/worker-ports.js';
 import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeSecretsManagerSource } from '../shared/adapters/secrets.js';
@@ -151,6 +152,10 @@ function agentNodeOf(
   const tenantId = env.CAPSTAN_NODE_TENANT ?? env.CAPSTAN_PLATFORM_TENANT;
   if (tenantId === undefined)
     throw new Error('invalid configuration: CAPSTAN_NODE_ID needs CAPSTAN_NODE_TENANT (or CAPSTAN_PLATFORM_TENANT)');
+  // The inventory lists what the node registers, so a group it could not list is refused here.
+  const badGroup = groups.find((g) => !groupNameSchema.safeParse(g).success);
+  if (badGroup !== undefined)
+    throw new Error(`invalid configuration: CAPSTAN_WORKER_GROUPS: '${badGroup}' is not a group name`);
   const inventory = makeDynamoInventoryStore(documentClient, env.CAPSTAN_STATE_TABLE, {
     clock: systemClock,
     heartbeatMs,
