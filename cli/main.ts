@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { CapstanError, ValidationError } from '../shared/domain/errors.js';
 import { registerEvidenceCommands } from './commands/evidence.js';
+import { registerInventoryCommands } from './commands/inventory.js';
 import { registerOperationCommands } from './commands/operations.js';
 import { registerRunbookCommands } from './commands/runbooks.js';
 import { registerRunCommands } from './commands/runs.js';
@@ -30,6 +31,7 @@ export function buildProgram(environment: Environment): Command {
   registerRunbookCommands(program, contextFor);
   registerRunCommands(program, contextFor);
   registerOperationCommands(program, contextFor);
+  registerInventoryCommands(program, contextFor);
   registerEvidenceCommands(program, contextFor);
   // Subcommands report usage errors through the program's exit override too.
   const inherit = (command: Command) => {

@@ -1,3 +1,4 @@
+import { nodeQueuePrefix } from '../shared/resources/queues.js';
 import { Stack, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import type { DeploymentConfig } from './config.js';
@@ -112,6 +113,16 @@ export function acknowledgeFindings(
       wildcardResource(
         stateless,
         `arn:${stateless.partition}:execute-api:${stateless.region}:${stateless.account}:${stateless.webSocketApi.apiId}/*/*/@connections/*`,
+      ),
+    ],
+  );
+  acknowledge(
+    stateless,
+    'Agent node queues are created by agent workers when they register, so their names are known only at run time; every one starts with the deployment prefix and -node-.',
+    [
+      wildcardResource(
+        stateless,
+        `arn:${stateless.partition}:sqs:${stateless.region}:${stateless.account}:${nodeQueuePrefix(config.prefix)}*`,
       ),
     ],
   );

@@ -1,6 +1,6 @@
 import { join, relative } from 'node:path';
 import { startLocalStack } from './stack.js';
-import { parseWorkerCounts } from './workers.js';
+import { parseAgentWorkers, parseWorkerCounts } from './workers.js';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -25,6 +25,7 @@ async function main(): Promise<void> {
     stateDir,
     fresh: process.argv.includes('--fresh'),
     workers: parseWorkerCounts(process.env.CAPSTAN_WORKERS, 1),
+    agents: parseAgentWorkers(process.env.CAPSTAN_WORKERS),
     reconcileIntervalMs: positiveNumber('CAPSTAN_RECONCILE_SECONDS', 60) * 1000,
     // CAPSTAN_AUTOSCALE=1: the pools follow their queues within CAPSTAN_CAPACITY, as in AWS.
     ...(process.env.CAPSTAN_AUTOSCALE === '1' && { autoscale: {} }),
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const counts = Object.entries(parseWorkerCounts(process.env.CAPSTAN_WORKERS, 1))
     .map(([profile, count]) => `${profile} ${count}`)
+    .concat(parseAgentWorkers(process.env.CAPSTAN_WORKERS).map((a) => `agent ${a.nodeId} (${a.groups.join('+')})`))
     .join(', ');
   const e = stack.endpoints;
   const shown = relative(ROOT, stateDir);

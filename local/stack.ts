@@ -27,7 +27,7 @@ import { startLocalSecrets } from './secrets.js';
 import { startLocalKms } from './kms.js';
 import { LocalStepFunctions } from './stepfunctions.js';
 import { StreamMapping } from './streams.js';
-import { WorkerPool } from './workers.js';
+import { type AgentWorkerSpec, WorkerPool } from './workers.js';
 import { type Scaler, startScaler } from './scaler.js';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { makeSqsQueueDepth } from '../shared/adapters/sqs/queue-depth.js';
@@ -48,6 +48,8 @@ export interface LocalStackOptions {
   readonly stateDir: string;
   readonly fresh: boolean;
   readonly workers: Readonly<Partial<Record<SandboxProfileName, number>>>;
+  /** Agent node workers (`agent:<node>:<groups>` in `CAPSTAN_WORKERS`), in the platform tenant unless `CAPSTAN_NODE_TENANT` says. */
+  readonly agents?: readonly AgentWorkerSpec[];
   /** How often the reconciler runs (its schedule in AWS is every minute). */
   readonly reconcileIntervalMs: number;
   /** How often the backlog admitter's schedule runs (a minute in AWS); 2 s by default. */
@@ -369,6 +371,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     workers = new WorkerPool({
       entrypoint: join(ROOT, 'worker-container', 'main.ts'),
       counts: options.workers,
+      ...(options.agents && { agents: options.agents }),
       env: { ...(process.env as Record<string, string>), ...env },
       log,
       // Locally the supervisor is the platform that sees a worker die: it reports the exit the way

@@ -6,6 +6,8 @@ export interface WorkerPoolOptions {
   /** The worker entrypoint, run with Node and tsx, the way the image runs its bundle. */
   readonly entrypoint: string;
   readonly counts: Readonly<Partial<Record<SandboxProfileName, number>>>;
+  /** Agent node workers, one process each, besides the profile counts. */
+  readonly agents?: readonly AgentWorkerSpec[];
   /** The environment every worker gets (endpoints, table names); the profile is added per worker. */
   readonly env: Readonly<Record<string, string>>;
   /** How long a stopping worker may take to drain before it is killed (the task definition's stop timeout). */
@@ -25,9 +27,19 @@ export interface Drained {
   readonly ms: number;
 }
 
+/** An agent node worker: `CAPSTAN_NODE_ID` and its groups (its tenant is `CAPSTAN_NODE_TENANT`, or the platform's). */
+export interface AgentWorkerSpec {
+  readonly nodeId: string;
+  readonly groups: readonly string[];
+  readonly profile: SandboxProfileName;
+}
+
 interface Slot {
   readonly profile: SandboxProfileName;
   readonly index: number;
+  readonly agent?: AgentWorkerSpec;
+  /** Stopped on purpose: not started again when it exits. */
+  stopped?: boolean;
   child?: ChildProcess;
   restarts: number;
   startedAt: number;
@@ -44,7 +56,7 @@ export function parseWorkerCounts(
   const counts: Partial<Record<SandboxProfileName, number>> = Object.fromEntries(
     SANDBOX_PROFILE_NAMES.map((p) => [p, fallback]),
   );
-  for (const part of (text ?? '').split(',').filter((p) => p.trim() !== '')) {
+  for (const part of (text ?? '').split(',').filter((p) => p.trim() !== '' && !isAgentPart(p))) {
     const [name, value] = part.split('=').map((s) => s.trim());
     const count = Number(value);
     if (!SANDBOX_PROFILE_NAMES.includes(name as SandboxProfileName) || !Number.isInteger(count) || count < 0)
@@ -54,6 +66,31 @@ export function parseWorkerCounts(
     counts[name as SandboxProfileName] = count;
   }
   return counts;
+}
+
+const isAgentPart = (part: string) => part.trim().startsWith('agent:');
+
+/**
+ * The agent node workers of `CAPSTAN_WORKERS`: each `agent:<node>[:<group>+<group>...][@<profile>]`
+ * entry is one worker for node `<node>` in those groups (profile `dev-flex` unless named), e.g.
+ * `dev-flex=1,agent:web-1:web,agent:web-2:web+eu`. A node id here cannot hold `:` or `@`.
+ */
+export function parseAgentWorkers(text: string | undefined): AgentWorkerSpec[] {
+  const agents: AgentWorkerSpec[] = [];
+  for (const part of (text ?? '').split(',').filter(isAgentPart)) {
+    const match = /^agent:([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?::([A-Za-z0-9._+-]*))?(?:@([a-z0-9-]+))?$/.exec(
+      part.trim(),
+    );
+    const profile = (match?.[3] ?? 'dev-flex') as SandboxProfileName;
+    if (!match?.[1] || !SANDBOX_PROFILE_NAMES.includes(profile))
+      throw new Error(
+        `CAPSTAN_WORKERS: '${part}' is not agent:<node>[:<group>+<group>...][@<profile>] with a profile among ${SANDBOX_PROFILE_NAMES.join(', ')}`,
+      );
+    if (agents.some((a) => a.nodeId === match[1]))
+      throw new Error(`CAPSTAN_WORKERS: agent '${match[1]}' is named twice`);
+    agents.push({ nodeId: match[1], groups: (match[2] ?? '').split('+').filter(Boolean), profile });
+  }
+  return agents;
 }
 
 /**
@@ -70,6 +107,8 @@ export class WorkerPool {
   constructor(private readonly options: WorkerPoolOptions) {
     for (const [profile, count] of Object.entries(options.counts) as Array<[SandboxProfileName, number]>)
       for (let index = 1; index <= count; index++) this.slots.push({ profile, index, restarts: 0, startedAt: 0 });
+    for (const [i, agent] of (options.agents ?? []).entries())
+      this.slots.push({ profile: agent.profile, index: i + 1, agent, restarts: 0, startedAt: 0 });
   }
 
   /** Workers running now, by profile. */
@@ -124,7 +163,21 @@ export class WorkerPool {
   }
 
   private label(slot: Slot): string {
-    return `worker ${slot.profile}#${slot.index}`;
+    return slot.agent ? `agent ${slot.agent.nodeId}` : `worker ${slot.profile}#${slot.index}`;
+  }
+
+  /** Drains one agent node's worker (SIGTERM) and does not start it again; resolves when it exited. */
+  async stopAgent(nodeId: string): Promise<void> {
+    const slot = this.slots.find((s) => s.agent?.nodeId === nodeId);
+    if (!slot) throw new Error(`no agent worker for node '${nodeId}'`);
+    slot.stopped = true;
+    clearTimeout(slot.timer);
+    const child = slot.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
   }
 
   private launch(slot: Slot): void {
@@ -132,7 +185,8 @@ export class WorkerPool {
       env: {
         ...this.options.env,
         CAPSTAN_SANDBOX_PROFILE: slot.profile,
-        CAPSTAN_WORKER_NAME: `${slot.profile}-${slot.index}`,
+        CAPSTAN_WORKER_NAME: slot.agent ? `agent-${slot.agent.nodeId}` : `${slot.profile}-${slot.index}`,
+        ...(slot.agent && { CAPSTAN_NODE_ID: slot.agent.nodeId, CAPSTAN_WORKER_GROUPS: slot.agent.groups.join(',') }),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, as a task is its own container: Ctrl-C in the terminal reaches the
@@ -141,10 +195,9 @@ export class WorkerPool {
     });
     slot.child = child;
     slot.startedAt = Date.now();
+    const tag = slot.agent ? `agent:${slot.agent.nodeId}` : `${slot.profile}#${slot.index}`;
     for (const stream of [child.stdout, child.stderr])
-      createInterface({ input: stream }).on('line', (line) =>
-        this.options.log(`[${slot.profile}#${slot.index}] ${line}`),
-      );
+      createInterface({ input: stream }).on('line', (line) => this.options.log(`[${tag}] ${line}`));
     child.once('exit', (code, signal) => {
       if (slot.retiring) {
         clearTimeout(slot.retiring.kill);
@@ -156,7 +209,7 @@ export class WorkerPool {
         this.options.log(`${this.label(slot)} drained in ${ms} ms (${signal ?? `code ${code}`})`);
         return;
       }
-      if (this.stopping) return;
+      if (this.stopping || slot.stopped) return;
       // Exit 0 is a drain (asked by an operator): the worker deregistered and holds nothing.
       if ((signal !== null || code !== 0) && child.pid !== undefined)
         this.options.onDeath?.({ pid: child.pid, how: `exited with ${signal ?? `code ${code}`}` });

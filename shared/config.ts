@@ -46,6 +46,7 @@ const jsonOf = <T>(schema: z.ZodType<T>) =>
       }
     })
     .pipe(schema);
+import { nodeIdSchema } from './domain/inventory.js';
 
 /**
  * Settings every component reads from its environment, parsed once at cold start.
@@ -109,6 +110,10 @@ export const workerConfigSchema = z.object({
   CAPSTAN_SANDBOX_PROFILE: sandboxProfileNameSchema,
   CAPSTAN_WORKER_NAME: z.string().min(1).optional(),
   CAPSTAN_WORKER_GROUPS: z.string().default(''),
+  /** Makes the worker an agent node of this id: it registers in the inventory and receives that node's commands. */
+  CAPSTAN_NODE_ID: nodeIdSchema.optional(),
+  /** The tenant whose inventory an agent node joins; the platform tenant when unset. */
+  CAPSTAN_NODE_TENANT: z.string().min(1).optional(),
   CAPSTAN_VERSION: z.string().default('dev'),
   /** The allow-listed script catalogue; the one shipped beside the worker when unset. */
   CAPSTAN_SCRIPTS_DIR: z.string().min(1).optional(),

@@ -1,4 +1,5 @@
 import type { WorkerStore } from '../shared/app/ports.js';
+import type { AgentNode } from '../shared/app/worker-ports.js';
 import type { Worker as WorkerRecord } from '../shared/domain/entities.js';
 import type { StepCommand } from '../shared/domain/messages.js';
 import type { SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
@@ -30,6 +31,8 @@ export interface HeartbeatOptions {
   readonly profile: SandboxProfileName;
   readonly registration: WorkerRegistration;
   readonly workers: WorkerStore;
+  /** The worker's own node in its tenant's inventory, when it is an agent. */
+  readonly agent?: AgentNode;
   readonly leases: LeaseRenewer;
   /** How often the worker heartbeats and renews the lease of its current step execution. */
   readonly heartbeatMs: number;
@@ -62,6 +65,7 @@ export class Heartbeat {
       lastHeartbeatAt: now,
       stats: { cpuPercent: 0, rssBytes: process.memoryUsage().rss, tasksCompleted: 0 },
     });
+    await this.options.agent?.register();
   }
 
   /**
@@ -93,6 +97,10 @@ export class Heartbeat {
       ...(activity.current && { currentExecutionId: activity.current.cmd.executionId }),
       stats: { cpuPercent, rssBytes: process.memoryUsage().rss, tasksCompleted: activity.completed },
     });
+    // The node stays online while its worker lives, draining included; a refused beat registers it again.
+    await this.options.agent
+      ?.beat()
+      .catch((error: unknown) => this.options.log('agent node heartbeat failed', { error: (error as Error).message }));
     if (!reply.accepted && activity.receiving) {
       // Declared dead while alive (a long pause): its leases were recovered; start afresh.
       this.options.log('declared dead by the reconciler; registering again');

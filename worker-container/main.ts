@@ -18,6 +18,11 @@ import { documentClient } from '../shared/adapters/dynamodb/client.js';
 import { makeCounters } from '../shared/adapters/dynamodb/counters.js';
 import { makeRunStore } from '../shared/adapters/dynamodb/run-store.js';
 import { makeWorkerStore } from '../shared/adapters/dynamodb/worker-store.js';
+import { makeDynamoInventoryStore } from '../shared/adapters/dynamodb/inventory-store.js';
+import { ensureNodeQueue } from '../shared/adapters/sqs/node-queues.js';
+import { makeAgentNode } from '../shared/app/inventory.js';
+import { groupNameSchema } from '../shared/domain/inventory.js';
+import type { AgentNode } from '../shared/app/worker-ports.js';
 import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeSecretsManagerSource } from '../shared/adapters/secrets.js';
 import { makeSfnCallbacks } from '../shared/adapters/sfn.js';
@@ -60,8 +65,15 @@ async function main(): Promise<void> {
     clock: systemClock,
   });
   const results = makeStepResults({ runs, callbacks, clock: systemClock, fanout });
-  const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
   const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
+  const groups = env.CAPSTAN_WORKER_GROUPS.split(',')
+    .map((g) => g.trim())
+    .filter(Boolean);
+  const node = agentNodeOf(env, workerId, groups, heartbeatMs);
+  // An agent receives from its node's own queue only: the commands addressed to that node.
+  const queueUrl = node
+    ? await ensureNodeQueue(sqsClient(), { prefix: CAPSTAN_PREFIX, tenantId: node.tenantId, nodeId: node.id, profile })
+    : await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
   const taskArn = await ecsTaskArn(env.ECS_CONTAINER_METADATA_URI_V4);
   const backends = [
     makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE), (key) => {
@@ -98,12 +110,11 @@ async function main(): Promise<void> {
       ...(taskArn !== undefined && { taskArn }),
       environment: profile.environment,
       backends: Object.fromEntries(backends.map((b) => [b.name, Object.keys(b.actions)])),
-      groups: env.CAPSTAN_WORKER_GROUPS.split(',')
-        .map((g) => g.trim())
-        .filter(Boolean),
+      groups,
       version: env.CAPSTAN_VERSION,
     },
     workers: makeWorkerStore(documentClient, CAPSTAN_STATE_TABLE),
+    ...(node && { agent: node.agent }),
     heartbeatMs,
     leaseMs: LEASE_HEARTBEATS * heartbeatMs,
     commands: makeSqsCommandSource(sqsClient(), queueUrl),
@@ -136,9 +147,36 @@ async function main(): Promise<void> {
   logger.info('worker started', {
     profile: profile.name,
     queueUrl,
+    ...(node && { node: node.id, tenant: node.tenantId }),
     heartbeatSeconds: CAPSTAN_WORKER_HEARTBEAT_SECONDS,
   });
   await worker.run();
+}
+
+/** The worker's agent node when `CAPSTAN_NODE_ID` is set: in `CAPSTAN_NODE_TENANT`, else the platform tenant. */
+function agentNodeOf(
+  env: ReturnType<typeof workerConfig>,
+  workerId: string,
+  groups: string[],
+  heartbeatMs: number,
+): { id: string; tenantId: string; agent: AgentNode } | undefined {
+  if (env.CAPSTAN_NODE_ID === undefined) return undefined;
+  const tenantId = env.CAPSTAN_NODE_TENANT ?? env.CAPSTAN_PLATFORM_TENANT;
+  if (tenantId === undefined)
+    throw new Error('invalid configuration: CAPSTAN_NODE_ID needs CAPSTAN_NODE_TENANT (or CAPSTAN_PLATFORM_TENANT)');
+  // The inventory lists what the node registers, so a group it could not list is refused here.
+  const badGroup = groups.find((g) => !groupNameSchema.safeParse(g).success);
+  if (badGroup !== undefined)
+    throw new Error(`invalid configuration: CAPSTAN_WORKER_GROUPS: '${badGroup}' is not a group name`);
+  const inventory = makeDynamoInventoryStore(documentClient, env.CAPSTAN_STATE_TABLE, {
+    clock: systemClock,
+    heartbeatMs,
+  });
+  const agent = makeAgentNode(
+    { inventory, clock: systemClock },
+    { id: env.CAPSTAN_NODE_ID, tenantId, groups, attributes: { host: hostname() }, workerId },
+  );
+  return { id: env.CAPSTAN_NODE_ID, tenantId, agent };
 }
 
 main().catch((error: unknown) => {

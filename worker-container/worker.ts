@@ -3,7 +3,7 @@ import type { SecretSource } from '../shared/adapters/secrets.js';
 import type { WorkerStore } from '../shared/app/ports.js';
 import type { RecoverLost } from '../shared/app/recovery.js';
 import type { StepResults } from '../shared/app/step-results.js';
-import type { CommandSource, ReceivedCommand } from '../shared/app/worker-ports.js';
+import type { AgentNode, CommandSource, ReceivedCommand } from '../shared/app/worker-ports.js';
 import { type StepCommand, stepCommandSchema } from '../shared/domain/messages.js';
 import type { SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
 import { ActionError, type Backend } from './backends/types.js';
@@ -18,6 +18,8 @@ export interface WorkerOptions {
   readonly workerId: string;
   readonly registration: WorkerRegistration;
   readonly workers: WorkerStore;
+  /** The worker's own node in its tenant's inventory, when it is an agent (it then receives from the node's queue). */
+  readonly agent?: AgentNode;
   /** How often the worker heartbeats and renews the lease of its current step execution. */
   readonly heartbeatMs: number;
   /** Step secrets by id (cached at most five minutes). */
@@ -128,6 +130,7 @@ export class Worker {
       this.heartbeat.stop();
     }
     await this.options.workers.setStatus(this.options.workerId, 'deregistered');
+    await this.options.agent?.deregister();
     this.options.log('deregistered', { tasksCompleted: this.runner.completed });
   }
 

@@ -4,7 +4,7 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import { CapstanFunction } from './capstan-function.js';
-import { grantRunState, type RunResources } from './run-resources.js';
+import { grantNodeQueues, grantRunState, type RunResources } from './run-resources.js';
 
 export interface ReconcilerProps {
   readonly resources: RunResources;
@@ -52,5 +52,6 @@ export function grantReconcile(resources: RunResources, fn: NodejsFunction, noti
   resources.interpreter.grantRead(fn);
   resources.interpreter.grantStartExecution(fn);
   for (const pq of resources.queues.values()) pq.queue.grantSendMessages(fn);
+  grantNodeQueues(resources, fn, 'send');
   resources.evidenceBucket.grantReadWrite(fn);
 }

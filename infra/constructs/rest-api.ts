@@ -116,7 +116,9 @@ export class RestApi extends Construct {
         .split('/')
         .filter(Boolean)
         .reduce<IResource>((parent, part) => parent.getResource(part) ?? parent.addResource(part), this.api.root);
-      resource.addMethod(route.method, new LambdaIntegration(handler), {
+      // No test-invoke permission: it doubles the Lambda permissions per route, and the stateless
+      // stack must stay under CloudFormation's 500 resources as routes are added.
+      resource.addMethod(route.method, new LambdaIntegration(handler, { allowTestInvoke: false }), {
         authorizer: route.authorized ? authorizer : undefined,
         authorizationType: route.authorized ? AuthorizationType.CUSTOM : AuthorizationType.NONE,
         requestValidator,

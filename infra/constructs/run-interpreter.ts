@@ -8,7 +8,7 @@ import {
   loadRunInterpreterDefinition,
 } from '../../shared/workflow/definition.js';
 import { CapstanFunction } from './capstan-function.js';
-import { grantRunState, queueEnvironment, type RunResources } from './run-resources.js';
+import { grantNodeQueues, grantRunState, queueEnvironment, type RunResources } from './run-resources.js';
 
 export interface RunInterpreterProps {
   readonly resources: RunResources;
@@ -79,5 +79,6 @@ export class RunInterpreter extends Construct {
     const dispatch = byPlaceholder.DispatchFunctionArn;
     resources.interpreter.grantTaskResponse(dispatch);
     for (const pq of resources.queues.values()) pq.queue.grantSendMessages(dispatch);
+    grantNodeQueues(resources, dispatch, 'send');
   }
 }

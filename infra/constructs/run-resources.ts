@@ -1,4 +1,6 @@
+import { Stack } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -6,6 +8,7 @@ import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { SandboxProfileName } from '../../shared/domain/sandbox-profiles.js';
 import type { ProfileQueue } from './profile-queue.js';
+import { nodeQueuePrefix } from '../../shared/resources/queues.js';
 
 /** The resources the compute constructs act on, and the names every component reads. */
 export interface RunResources {
@@ -56,4 +59,42 @@ export function queueEnvironment(resources: RunResources): Record<string, string
 export function grantAdmitRuns(resources: RunResources, fn: NodejsFunction): void {
   resources.interpreter.grantStartExecution(fn);
   for (const pq of resources.queues.values()) pq.queue.grant(fn, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
+}
+
+/**
+ * Who does what with agent node queues (`<prefix>-node-*`), which workers create at run time so
+ * CDK cannot name them: `send` for whoever dispatches commands, `own` for the workers (create the
+ * node's queue, receive from it and delete what they handled).
+ */
+export type NodeQueueAccess = 'send' | 'own';
+
+const NODE_QUEUE_ACTIONS: Record<NodeQueueAccess, string[]> = {
+  send: ['sqs:SendMessage', 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes'],
+  // Workers also send: recording a result may start a pipeline target's next step.
+  own: [
+    'sqs:SendMessage',
+    'sqs:CreateQueue',
+    'sqs:TagQueue',
+    'sqs:GetQueueUrl',
+    'sqs:GetQueueAttributes',
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:ChangeMessageVisibility',
+  ],
+};
+
+/** The ARN pattern of every agent node queue of this deployment. */
+export function nodeQueueArns(resources: RunResources, scope: Stack): string {
+  const prefix = resources.environment.CAPSTAN_PREFIX;
+  if (prefix === undefined) throw new Error('RunResources.environment must name CAPSTAN_PREFIX');
+  return scope.formatArn({ service: 'sqs', resource: `${nodeQueuePrefix(prefix)}*` });
+}
+
+/** Grants `grantee` its access to the agent node queues (see {@link NodeQueueAccess}). */
+export function grantNodeQueues(resources: RunResources, grantee: IGrantable, access: NodeQueueAccess): void {
+  Grant.addToPrincipal({
+    grantee,
+    actions: NODE_QUEUE_ACTIONS[access],
+    resourceArns: [nodeQueueArns(resources, Stack.of(resources.state))],
+  });
 }

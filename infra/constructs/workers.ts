@@ -6,7 +6,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { type CapacityConfig, capacityOf } from '../../shared/config.js';
 import { SANDBOX_PROFILES, type SandboxProfileName } from '../../shared/domain/sandbox-profiles.js';
-import type { RunResources } from './run-resources.js';
+import { grantNodeQueues, type RunResources } from './run-resources.js';
 import { WorkerDeaths } from './worker-deaths.js';
 import { WorkerService } from './worker-service.js';
 
@@ -88,6 +88,9 @@ export class Workers extends Construct {
       });
       const taskRole = worker.taskDefinition.taskRole;
       pq.queue.grantConsumeMessages(taskRole);
+      // An agent worker creates its node's queue, redriving to the profile's dead-letter queue.
+      grantNodeQueues(resources, taskRole, 'own');
+      pq.deadLetterQueue.grant(taskRole, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
       resources.state.grantReadWriteData(taskRole);
       resources.events.grantReadWriteData(taskRole);
       resources.interpreter.grantTaskResponse(taskRole);

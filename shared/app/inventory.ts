@@ -10,6 +10,7 @@ import {
 } from '../domain/inventory.js';
 import type { InventoryStore } from './ports/inventory.js';
 import type { Clock } from './ports.js';
+import type { AgentNode } from './worker-ports.js';
 
 export interface InventoryDeps {
   readonly inventory: InventoryStore;
@@ -54,13 +55,6 @@ export function makeRemoveNode(deps: InventoryDeps) {
       throw new NotFoundError(`no node '${nodeId}' in the inventory`);
     return { id: nodeId, removed: true };
   };
-}
-
-/** The worker's side of an agent node: register at start, beat with each heartbeat, deregister on drain. */
-export interface AgentNode {
-  register(): Promise<void>;
-  beat(): Promise<void>;
-  deregister(): Promise<void>;
 }
 
 /**

@@ -43,3 +43,13 @@ export interface AwsActions {
   ): Promise<{ readonly statusCode?: number; readonly functionError?: string; readonly payload?: Uint8Array }>;
   rotateSecret(input: { readonly secretId: string }, signal: AbortSignal): Promise<{ readonly versionId?: string }>;
 }
+
+/**
+ * A worker's agent node in its tenant's inventory (a worker started with `CAPSTAN_NODE_ID`):
+ * registered when the worker starts, kept online by each heartbeat, offline when it drains.
+ */
+export interface AgentNode {
+  register(): Promise<void>;
+  beat(): Promise<void>;
+  deregister(): Promise<void>;
+}

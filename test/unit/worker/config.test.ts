@@ -36,4 +36,12 @@ describe("the worker's configuration", () => {
     const { CAPSTAN_STATE_TABLE: _, ...noTable } = BASE;
     expect(() => parseWorkerConfig(noTable)).toThrow(/CAPSTAN_STATE_TABLE/);
   });
+
+  it('reads an agent node id and tenant, and refuses a node id no queue or inventory could name', () => {
+    expect(parseWorkerConfig({ ...BASE, CAPSTAN_NODE_ID: 'web-1', CAPSTAN_NODE_TENANT: 'acme' })).toMatchObject({
+      CAPSTAN_NODE_ID: 'web-1',
+      CAPSTAN_NODE_TENANT: 'acme',
+    });
+    expect(() => parseWorkerConfig({ ...BASE, CAPSTAN_NODE_ID: 'web 1; rm -rf' })).toThrow(/CAPSTAN_NODE_ID/);
+  });
 });

@@ -3,6 +3,7 @@ import type { StepExecution } from '../../../shared/domain/entities.js';
 import type { StepCommand } from '../../../shared/domain/messages.js';
 import { sleep } from '../../../worker-container/backends/types.js';
 import { Worker } from '../../../worker-container/worker.js';
+import type { AgentNode } from '../../../shared/app/worker-ports.js';
 import { command, fakeBackend, fakeCommandSource, fakeResults, fakeWorkerStore } from './fakes.js';
 
 beforeEach(() => void vi.useFakeTimers());
@@ -24,7 +25,7 @@ const execution = (executionId: string, status: StepExecution['status']): StepEx
   secretsUsed: [],
 });
 
-function worker() {
+function worker(agent?: AgentNode) {
   const commands = fakeCommandSource();
   const registry = fakeWorkerStore();
   const { results, reported } = fakeResults();
@@ -35,6 +36,7 @@ function worker() {
     profile: 'dev-flex',
     registration: { hostname: 'host', pid: 42, environment: 'dev', backends: {}, groups: [], version: 'test' },
     workers: registry.store,
+    ...(agent && { agent }),
     heartbeatMs: 15_000,
     leaseMs: 30_000,
     commands: commands.source,
@@ -126,5 +128,25 @@ describe('the worker loop', () => {
     commands.idle();
     await stopping;
     await running;
+  });
+
+  it('as an agent registers its node at start, beats it with each heartbeat and deregisters it on drain', async () => {
+    const calls: string[] = [];
+    const agent: AgentNode = {
+      register: async () => void calls.push('register'),
+      beat: async () => void calls.push('beat'),
+      deregister: async () => void calls.push('deregister'),
+    };
+    const { w, commands } = worker(agent);
+    const running = w.run();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(calls).toEqual(['register']);
+    await vi.advanceTimersByTimeAsync(15_000);
+    expect(calls).toEqual(['register', 'beat']);
+    const stopping = w.stop();
+    commands.idle();
+    await stopping;
+    await running;
+    expect(calls.at(-1)).toBe('deregister');
   });
 });
