@@ -88,6 +88,8 @@ export class Workers extends Construct {
       });
       const taskRole = worker.taskDefinition.taskRole;
       pq.queue.grantConsumeMessages(taskRole);
+      // Recording a result may start a fan-out step's next targets, on the same profile's queue.
+      pq.queue.grantSendMessages(taskRole);
       // An agent worker creates its node's queue, redriving to the profile's dead-letter queue.
       grantNodeQueues(resources, taskRole, 'own');
       pq.deadLetterQueue.grant(taskRole, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
