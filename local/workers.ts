@@ -32,6 +32,8 @@ export interface AgentWorkerSpec {
   readonly nodeId: string;
   readonly groups: readonly string[];
   readonly profile: SandboxProfileName;
+  /** What the node says of itself, for `{{ target.attributes.<key> }}`. */
+  readonly attributes?: Readonly<Record<string, string>>;
 }
 
 interface Slot {
@@ -186,7 +188,11 @@ export class WorkerPool {
         ...this.options.env,
         CAPSTAN_SANDBOX_PROFILE: slot.profile,
         CAPSTAN_WORKER_NAME: slot.agent ? `agent-${slot.agent.nodeId}` : `${slot.profile}-${slot.index}`,
-        ...(slot.agent && { CAPSTAN_NODE_ID: slot.agent.nodeId, CAPSTAN_WORKER_GROUPS: slot.agent.groups.join(',') }),
+        ...(slot.agent && {
+          CAPSTAN_NODE_ID: slot.agent.nodeId,
+          CAPSTAN_WORKER_GROUPS: slot.agent.groups.join(','),
+          ...(slot.agent.attributes && { CAPSTAN_NODE_ATTRIBUTES: JSON.stringify(slot.agent.attributes) }),
+        }),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, as a task is its own container: Ctrl-C in the terminal reaches the

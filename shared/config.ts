@@ -46,7 +46,7 @@ const jsonOf = <T>(schema: z.ZodType<T>) =>
       }
     })
     .pipe(schema);
-import { nodeIdSchema } from './domain/inventory.js';
+import { nodeAttributesSchema, nodeIdSchema } from './domain/inventory.js';
 
 /**
  * Settings every component reads from its environment, parsed once at cold start.
@@ -114,6 +114,8 @@ export const workerConfigSchema = z.object({
   CAPSTAN_NODE_ID: nodeIdSchema.optional(),
   /** The tenant whose inventory an agent node joins; the platform tenant when unset. */
   CAPSTAN_NODE_TENANT: z.string().min(1).optional(),
+  /** What an agent node says of itself (a JSON object of strings), for `{{ target.attributes.<key> }}`. */
+  CAPSTAN_NODE_ATTRIBUTES: jsonOf(nodeAttributesSchema).optional(),
   CAPSTAN_VERSION: z.string().default('dev'),
   /** The allow-listed script catalogue; the one shipped beside the worker when unset. */
   CAPSTAN_SCRIPTS_DIR: z.string().min(1).optional(),

@@ -174,7 +174,13 @@ function agentNodeOf(
   });
   const agent = makeAgentNode(
     { inventory, clock: systemClock },
-    { id: env.CAPSTAN_NODE_ID, tenantId, groups, attributes: { host: hostname() }, workerId },
+    {
+      id: env.CAPSTAN_NODE_ID,
+      tenantId,
+      groups,
+      attributes: { host: hostname(), ...env.CAPSTAN_NODE_ATTRIBUTES },
+      workerId,
+    },
   );
   return { id: env.CAPSTAN_NODE_ID, tenantId, agent };
 }
