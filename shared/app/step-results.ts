@@ -122,6 +122,7 @@ export function makeStepResults(deps: StepResultDeps) {
     const phase = unitOf(runbook, cmd.stepId)?.phase;
     if (!phase) return undefined;
     const next = pipelineNext(phase, {
+      kind: cmd.kind,
       stepId: cmd.stepId,
       attempt: cmd.attempt,
       succeeded: result.outcome === 'succeeded',
@@ -227,10 +228,18 @@ export function makeStepResults(deps: StepResultDeps) {
       const pipeline = cmd.pipeline && deps.fanout ? await pipelineStep(cmd, result) : undefined;
       const next =
         pipeline?.next.kind === 'run' && cmd.target
-          ? newExecution(cmd, 'step', pipeline.next.stepId, pipeline.next.attempt, cmd.target, now, {
-              head: unit.stepId,
-              failedBefore: pipeline.next.failedBefore,
-            })
+          ? newExecution(
+              cmd,
+              pipeline.next.rollback ? 'rollback' : 'step',
+              pipeline.next.stepId,
+              pipeline.next.attempt,
+              cmd.target,
+              now,
+              {
+                head: unit.stepId,
+                failedBefore: pipeline.next.failedBefore,
+              },
+            )
           : undefined;
       const counted = pipeline?.next.kind === 'done' ? pipeline.next.succeeded : succeeded;
       const receiptNeeded = succeeded && !result.fromReceipt;
@@ -281,7 +290,7 @@ export function makeStepResults(deps: StepResultDeps) {
               writes.updateExecution(ended, ['leased', 'running'], workerId),
               next
                 ? writes.putExecution(next)
-                : writes.countResult(cmd.runId, cmd.kind, unit.stepId, unit.attempt, counted),
+                : writes.countResult(cmd.runId, unit.kind, unit.stepId, unit.attempt, counted),
               ...(receiptNeeded
                 ? [
                     writes.putReceipt({
@@ -301,7 +310,7 @@ export function makeStepResults(deps: StepResultDeps) {
       const after = held.get(cmd.executionId)?.run;
       held.delete(cmd.executionId);
       if (next && pipeline && after) await deps.fanout?.send(after, pipeline.runbook, [next]);
-      const ref = { runId: cmd.runId, stepKind: cmd.kind, stepId: unit.stepId, attempt: unit.attempt };
+      const ref = { runId: cmd.runId, stepKind: unit.kind, stepId: unit.stepId, attempt: unit.attempt };
       if (deps.fanout && (cmd.target || cmd.pipeline)) {
         if (!next) await deps.fanout.release(cmd.runId, ref, after);
         await deps.fanout.complete(cmd.runId, ref);

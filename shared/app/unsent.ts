@@ -48,7 +48,8 @@ export async function endUnsent(
     if (targets.length === 0) break;
     const steps = new Map<string, StepExecution[]>();
     for (const e of targets) {
-      const key = `${e.kind}/${countsInto(e).stepId}/${countsInto(e).attempt}`;
+      const unit = countsInto(e);
+      const key = `${unit.kind}/${unit.stepId}/${unit.attempt}`;
       steps.set(key, [...(steps.get(key) ?? []), e]);
     }
     const now = deps.clock.now().toISOString();
@@ -56,7 +57,7 @@ export async function endUnsent(
       for (const group of steps.values()) {
         const head = group[0];
         if (!head) continue;
-        const first = { kind: head.kind, ...countsInto(head) };
+        const first = countsInto(head);
         const aggregate = await deps.runs.aggregate(runId, first.kind, first.stepId, first.attempt);
         for (let i = 0; i < group.length; i += CHUNK) {
           const chunk = group.slice(i, i + CHUNK);
@@ -97,10 +98,13 @@ export async function endUnsent(
   return ended;
 }
 
-/** The aggregate an execution counts into: its step attempt's, or its pipeline phase's. */
-export function countsInto(e: Pick<StepExecution, 'stepId' | 'attempt' | 'pipeline'>): {
+/** The aggregate an execution counts into: its step attempt's, or its pipeline phase's (a rollback inside a phase too). */
+export function countsInto(e: Pick<StepExecution, 'kind' | 'stepId' | 'attempt' | 'pipeline'>): {
+  kind: 'step' | 'rollback';
   stepId: string;
   attempt: number;
 } {
-  return e.pipeline ? { stepId: e.pipeline.head, attempt: 1 } : { stepId: e.stepId, attempt: e.attempt };
+  return e.pipeline
+    ? { kind: 'step', stepId: e.pipeline.head, attempt: 1 }
+    : { kind: e.kind, stepId: e.stepId, attempt: e.attempt };
 }

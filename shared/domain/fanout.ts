@@ -102,17 +102,26 @@ export function wavesOf(limits: RateLimits, total: number): number[] {
 
 /** What one target does next in a pipeline phase, after one of its sub-steps ended. */
 export type PipelineNext =
-  | { readonly kind: 'run'; readonly stepId: string; readonly attempt: number; readonly failedBefore: boolean }
+  | {
+      readonly kind: 'run';
+      readonly stepId: string;
+      readonly attempt: number;
+      readonly failedBefore: boolean;
+      /** The failed step's own rollback, on this target, before the failure path goes on. */
+      readonly rollback?: true;
+    }
   | { readonly kind: 'done'; readonly succeeded: boolean };
 
 /**
  * A pipeline phase's scheduler for one target: a failed sub-step is tried again while it has
- * retries and the error allows; then the next sub-step whose condition holds for this target
- * (`on_success`: nothing failed on it so far in the phase; `on_failure`: something did; `always`).
+ * retries and the error allows; a sub-step that failed for good runs its own rollback on this
+ * target; then the next sub-step whose condition holds for this target (`on_success`: nothing
+ * failed on it so far in the phase; `on_failure`: something did; `always`).
  */
 export function pipelineNext(
   phase: Pick<Phase, 'steps'>,
   ended: {
+    readonly kind?: 'step' | 'rollback';
     readonly stepId: string;
     readonly attempt: number;
     readonly succeeded: boolean;
@@ -123,8 +132,11 @@ export function pipelineNext(
   const index = phase.steps.findIndex((s) => s.id === ended.stepId);
   const step = phase.steps[index];
   if (!step) throw new Error(`step ${ended.stepId} is not in the phase`);
+  if (ended.kind === 'rollback') return firstRunnable(phase, index + 1, true);
   if (!ended.succeeded && ended.retryable !== false && ended.attempt <= step.retries)
     return { kind: 'run', stepId: step.id, attempt: ended.attempt + 1, failedBefore: ended.failedBefore };
+  if (!ended.succeeded && step.rollback)
+    return { kind: 'run', stepId: step.id, attempt: 1, failedBefore: true, rollback: true };
   const failed = ended.failedBefore || !ended.succeeded;
   return firstRunnable(phase, index + 1, failed);
 }

@@ -247,9 +247,10 @@ export function plan(input: PlanInput): PlanDecision {
   const { runbook, run, executions, now } = input;
   const aggregates = input.aggregates ?? [];
   // A pipeline phase is one unit, named by its first step: its other steps run inside it, per target.
+  // Rollbacks inside a pipeline run per target, in the phase: the unit has none of its own.
   const steps = allSteps(runbook)
     .filter(({ step, phase }) => phase.mode !== 'pipeline' || phase.steps[0]?.id === step.id)
-    .map((s) => withPhaseCondition(s.step, s.phase));
+    .map((s) => withPhaseCondition(s.phase.mode === 'pipeline' ? withoutRollback(s.step) : s.step, s.phase));
   const states = steps.map((step) => ({ step, state: stepState(run.runId, step, 'step', executions, aggregates) }));
   const rollbackState = (step: Step) => stepState(run.runId, step, 'rollback', executions, aggregates);
   // Only a step that started on a worker can have half done anything: one refused at dispatch did not.
@@ -411,6 +412,11 @@ function withPhaseCondition(step: Step, phase: Phase): Step {
   return phase.condition !== undefined && step.condition === 'on_success'
     ? { ...step, condition: phase.condition }
     : step;
+}
+
+function withoutRollback(step: Step): Step {
+  const { rollback: _rollback, ...rest } = step;
+  return rest;
 }
 
 /** Whether a step's first dispatch is a fan-out unit's (so Plan reads the run's aggregates). */
