@@ -32,7 +32,7 @@ import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeBundleIndex } from '../shared/adapters/dynamodb/bundle-index.js';
 import { DEFAULT_POLICY } from '../shared/domain/policy.js';
 import { parsePolicy } from '../shared/domain/policy.js';
-import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
+import { recordMetric } from '../shared/observability/metrics.js';
 import { makeControlLog } from '../shared/app/admission-controls.js';
 import { makeDynamoAdmissionStore } from '../shared/adapters/dynamodb/admission-store.js';
 import { makeAdmission } from '../shared/app/admission.js';
@@ -52,8 +52,6 @@ const runs = () =>
 
 const approvals = () => makeApprovalStore(documentClient, config().CAPSTAN_STATE_TABLE);
 
-const admissionMetrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-admission' });
-
 /** The admission store, built once per process. */
 export const admissionStore = () => makeDynamoAdmissionStore(documentClient, config().CAPSTAN_STATE_TABLE);
 
@@ -64,11 +62,7 @@ export const admission = () =>
     admission: admissionStore(),
     starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
     clock: systemClock,
-    refused: (limit) => {
-      admissionMetrics.addDimensions({ limit });
-      admissionMetrics.addMetric('quota_exceeded_total', MetricUnit.Count, 1);
-      admissionMetrics.publishStoredMetrics();
-    },
+    refused: (limit, tenantId) => recordMetric('quotaExceeded', 1, { tenantId, limit }),
   });
 
 /** For the quota, limit and breaker routes. */

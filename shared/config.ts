@@ -40,6 +40,8 @@ export const configSchema = z.object({
   CAPSTAN_ROUTES: z.string().optional(),
   /** Where links in notifications point: `<base>/v1/runs/<id>`. */
   CAPSTAN_LINK_BASE_URL: z.url().optional(),
+  /** Locally: the JSON-lines file spans are appended to (in AWS they go to X-Ray). */
+  CAPSTAN_TRACE_FILE: z.string().min(1).optional(),
 });
 export type CapstanConfig = z.infer<typeof configSchema>;
 
@@ -73,6 +75,8 @@ export const workerConfigSchema = z.object({
   CAPSTAN_TEST_CRASH_AFTER_COUNTER: z.string().min(1).optional(),
   /** Set by ECS in every task: where the worker reads its task ARN, so the task's stop names it. */
   ECS_CONTAINER_METADATA_URI_V4: z.url().optional(),
+  /** On Fargate: the X-Ray daemon sidecar (`host:port`) the worker's spans are sent to. */
+  AWS_XRAY_DAEMON_ADDRESS: z.string().min(1).optional(),
 });
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;
 

@@ -1,6 +1,10 @@
 import { makeReconcile } from '../../shared/app/reconciler.js';
 import { reconcilerDeps } from '../dependencies.js';
-import { httpHandler, logger, requirePrincipal } from '../http.js';
+import { httpHandler, requirePrincipal } from '../http.js';
+import { lambdaTelemetry } from '../observability.js';
+
+const telemetry = lambdaTelemetry('capstan-api');
+const { logger } = telemetry;
 
 const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) => logger.info(message, fields ?? {}) });
 
@@ -13,4 +17,4 @@ export const handler = httpHandler(async (request) => {
   const summary = await reconcile();
   logger.info('reconciled on request', { ...summary, by: principal.subject });
   return { status: 200, body: summary };
-});
+}, telemetry);
