@@ -3,16 +3,21 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { config } from '../shared/config.js';
+import { traceFile } from '../shared/config.js';
 import { type LogContext, logContextOf, makeLogger } from '../shared/observability/logger.js';
 import { flushMetrics, setMetricsService } from '../shared/observability/metrics.js';
 import { fileSpanSink } from '../shared/observability/span-sinks.js';
 import { tracer } from '../shared/observability/tracer.js';
 import { configureTracing, withSpan } from '../shared/observability/tracing.js';
 
-/** Locally the stack names a file for spans; in AWS, Powertools Tracer sends them to X-Ray. */
-const traceFile = config().CAPSTAN_TRACE_FILE;
-if (traceFile !== undefined) configureTracing({ sink: fileSpanSink(traceFile), service: 'capstan-lambda' });
+let tracingConfigured = false;
+/** Locally the stack names a file for spans; in AWS, Powertools Tracer sends them to X-Ray. Read at the first invocation. */
+function configureLocalSpans(): void {
+  if (tracingConfigured) return;
+  tracingConfigured = true;
+  const file = traceFile();
+  if (file !== undefined) configureTracing({ sink: fileSpanSink(file), service: 'capstan-lambda' });
+}
 
 /** The path and authorizer parts of a REST or WebSocket event that name a run, an approval or a tenant. */
 function restContextOf(event: Record<string, unknown>): LogContext {
@@ -53,6 +58,7 @@ export function lambdaTelemetry(service: string): {
       .use(captureLambdaHandler(tracer, { captureResponse: false }))
       .use({
         before: (request) => {
+          configureLocalSpans();
           setMetricsService(service);
           logger.appendKeys({ ...invocationContext(request.event) });
         },

@@ -150,3 +150,11 @@ export function clientConfig(service: AwsService): { endpoint?: string; forcePat
   if (endpoint === undefined) return {};
   return service === 's3' ? { endpoint, forcePathStyle: true } : { endpoint };
 }
+
+/**
+ * The local span file alone, for the observability middleware: it runs before any handler reads
+ * the rest of the configuration, and must not fail an invocation the handler itself would answer.
+ */
+export function traceFile(): string | undefined {
+  return configSchema.shape.CAPSTAN_TRACE_FILE.parse(process.env.CAPSTAN_TRACE_FILE);
+}
