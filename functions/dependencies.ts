@@ -48,6 +48,7 @@ const runs = () =>
   (runStore ??= makeRunStore(documentClient, {
     state: config().CAPSTAN_STATE_TABLE,
     events: config().CAPSTAN_EVENTS_TABLE,
+    environment: config().CAPSTAN_ENVIRONMENT,
   }));
 
 const approvals = () => makeApprovalStore(documentClient, config().CAPSTAN_STATE_TABLE);

@@ -1,5 +1,6 @@
 import { emptySummary, makeReconcile, type ReconcileSummary } from '../shared/app/reconciler.js';
 import { config } from '../shared/config.js';
+import { recordReconcileSummary, recordMetric } from '../shared/observability/metrics.js';
 import { reconcilerDeps } from './dependencies.js';
 import { lambdaTelemetry } from './observability.js';
 
@@ -16,11 +17,20 @@ const SWEEP_SPACING_MS = 20_000;
  */
 export const handler = observe(async (): Promise<ReconcileSummary> => {
   const total = emptySummary();
-  for (let sweep = 0; sweep < SWEEPS; sweep++) {
-    if (sweep > 0) await new Promise((resolve) => setTimeout(resolve, SWEEP_SPACING_MS));
-    const summary = await reconcile();
-    for (const key of Object.keys(total) as Array<keyof ReconcileSummary>) total[key] += summary[key];
+  try {
+    for (let sweep = 0; sweep < SWEEPS; sweep++) {
+      if (sweep > 0) await new Promise((resolve) => setTimeout(resolve, SWEEP_SPACING_MS));
+      const summary = await reconcile();
+      for (const key of Object.keys(total) as Array<keyof ReconcileSummary>) {
+        // Stuck runs are a count at one moment, not work done: the latest sweep's count stands.
+        total[key] = key === 'stuckRuns' ? summary[key] : total[key] + summary[key];
+      }
+    }
+  } catch (error) {
+    recordMetric('reconcilerFailures', 1, {});
+    throw error;
   }
+  recordReconcileSummary(total);
   logger.info('reconciled', { ...total });
   return total;
 });

@@ -54,7 +54,11 @@ async function main(): Promise<void> {
       ? xrayDaemonSink(env.AWS_XRAY_DAEMON_ADDRESS)
       : undefined;
   if (spanSink) configureTracing({ sink: spanSink, service: 'capstan-worker' });
-  const runs = makeRunStore(documentClient, { state: CAPSTAN_STATE_TABLE, events: CAPSTAN_EVENTS_TABLE });
+  const runs = makeRunStore(documentClient, {
+    state: CAPSTAN_STATE_TABLE,
+    events: CAPSTAN_EVENTS_TABLE,
+    environment: env.CAPSTAN_ENVIRONMENT,
+  });
   const callbacks = makeSfnCallbacks(sfnClient());
   const results = makeStepResults({ runs, callbacks, clock: systemClock });
   const queueUrl = await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));

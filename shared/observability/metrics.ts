@@ -37,6 +37,7 @@ export const METRICS = {
   breakerState: { name: 'circuit_breaker_state', unit: MetricUnit.Count, dimensions: ['runbook'] },
   reconcilerRepairs: { name: 'reconciler_repairs_total', unit: MetricUnit.Count, dimensions: ['repair'] },
   reconcilerFailures: { name: 'reconciler_failures_total', unit: MetricUnit.Count, dimensions: [] },
+  stuckRuns: { name: 'stuck_runs', unit: MetricUnit.Count, dimensions: [] },
   approvalSlaBreaches: { name: 'approval_sla_breaches_total', unit: MetricUnit.Count, dimensions: ['environment'] },
 } as const;
 
@@ -101,4 +102,17 @@ export type BreakerStateName = keyof typeof BREAKER_STATE_VALUES;
 /** Publishes a runbook's circuit breaker state (call on every transition). */
 export function recordBreakerState(runbook: string, state: BreakerStateName): void {
   recordMetric('breakerState', BREAKER_STATE_VALUES[state], { runbook });
+}
+
+/**
+ * Publishes what a reconciliation did: each kind of repair it made (`reconciler_repairs_total` by
+ * `repair`), and how many runs it found stuck (`stuck_runs`, a count at that moment, so alarmable).
+ */
+export function recordReconcileSummary<S extends Record<keyof S, number> & { readonly stuckRuns: number }>(
+  summary: S,
+): void {
+  for (const [repair, count] of Object.entries<number>(summary)) {
+    if (repair !== 'stuckRuns' && count > 0) recordMetric('reconcilerRepairs', count, { repair });
+  }
+  recordMetric('stuckRuns', summary.stuckRuns, {});
 }

@@ -174,6 +174,7 @@ export const reconcileSummarySchema = z.looseObject({
   statesFixed: z.number().int(),
   approvalsEscalated: z.number().int(),
   approvalsExpired: z.number().int(),
+  stuckRuns: z.number().int(),
 });
 
 export const openApiDocumentSchema = z.looseObject({ openapi: z.string(), info: z.looseObject({}) });
