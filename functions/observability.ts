@@ -41,6 +41,14 @@ export function invocationContext(event: unknown): LogContext {
 
 type LambdaHandler<E, R> = (event: E, context: Context) => Promise<R>;
 
+/** The handlers built by {@link lambdaTelemetry}, so a test can prove every deployed one is. */
+const observed = new WeakSet<object>();
+
+/** Whether a module's `handler` was built by {@link lambdaTelemetry}'s `observe`. */
+export function isObserved(handler: unknown): boolean {
+  return typeof handler === 'function' && observed.has(handler);
+}
+
 /**
  * One function's telemetry: its logger, and `observe`, which wraps its handler in the one
  * middleware order every Capstan Lambda has: the Lambda context and the event's fields on every
@@ -52,8 +60,8 @@ export function lambdaTelemetry(service: string): {
   observe: <E, R>(handler: LambdaHandler<E, R>) => middy.MiddyfiedHandler<E, R, Error, Context>;
 } {
   const logger = makeLogger(service);
-  const observe = <E, R>(handler: LambdaHandler<E, R>) =>
-    middy<E, R, Error, Context>()
+  const observe = <E, R>(handler: LambdaHandler<E, R>) => {
+    const wrapped = middy<E, R, Error, Context>()
       .use(injectLambdaContext(logger, { resetKeys: true }))
       .use(captureLambdaHandler(tracer, { captureResponse: false }))
       .use({
@@ -69,5 +77,8 @@ export function lambdaTelemetry(service: string): {
         const fields = invocationContext(event);
         return withSpan(context.functionName, { attributes: { ...fields, service } }, () => handler(event, context));
       });
+    observed.add(wrapped);
+    return wrapped;
+  };
   return { logger, observe };
 }
