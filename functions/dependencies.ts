@@ -16,6 +16,8 @@ import { makeIngestTicket } from '../shared/app/intake.js';
 import { makeCreateRun } from '../shared/app/runs.js';
 import { EMPTY_ROUTES, parseRoutes } from '../shared/domain/intake/routing.js';
 import { makeApprovalStore } from '../shared/adapters/dynamodb/approval-store.js';
+import { makeSqsQueueDepths } from '../shared/adapters/sqs/queue-depths.js';
+import { SANDBOX_PROFILE_NAMES } from '../shared/domain/sandbox-profiles.js';
 import { makeConnectionPoster } from '../shared/adapters/connection-poster.js';
 import { makeConnectionStore, makeSubscriptionStore } from '../shared/adapters/dynamodb/connection-store.js';
 import { documentClient } from '../shared/adapters/dynamodb/client.js';
@@ -131,6 +133,14 @@ export const workerDeps = () => ({
   clock: systemClock,
   heartbeatMs: config().CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000,
   platformTenant: config().CAPSTAN_PLATFORM_TENANT,
+});
+
+/** For the dashboard's figures: the run and approval stores, the worker registry and the profile queues. */
+export const dashboardDeps = () => ({
+  ...workerDeps(),
+  runs: runs(),
+  approvals: approvals(),
+  queues: makeSqsQueueDepths(sqsClient(), config().CAPSTAN_PREFIX, SANDBOX_PROFILE_NAMES),
 });
 
 /** For the reconciler: the interpreter's ports, the worker registry, and the state machine itself. */
