@@ -78,4 +78,64 @@ describe('observability on the local stack', () => {
     // The stack ran this one run: every worker line about a step execution is one of its lines.
     for (const line of workerLines) expect(line.runId).toBe(runId);
   }, 60_000);
+
+  it("answers dashboard figures that match the runs created, for the caller's tenant only", async () => {
+    const runbooks = [
+      { name: 'dash-echo', steps: [{ id: 'say', backend: 'test', action: 'echo', params: { message: 'hi' } }] },
+      { name: 'dash-fail', steps: [{ id: 'boom', backend: 'test', action: 'fail', params: { message: 'no' } }] },
+    ];
+    for (const { name, steps } of runbooks) {
+      const doc = { name, environment: 'dev', sandbox_profile: 'dev-flex', steps };
+      expect((await api('POST', '/runbooks', doc)).status).toBeLessThan(300);
+    }
+    const created: string[] = [];
+    for (const runbookId of ['dash-echo', 'dash-echo', 'dash-echo', 'dash-fail', 'dash-fail']) {
+      const reply = await api('POST', '/runs', { runbookId }, { 'idempotency-key': crypto.randomUUID() });
+      expect(reply.status).toBe(202);
+      created.push(String(reply.body.runId));
+    }
+    const statuses = await until(
+      'every run created ends',
+      async () => {
+        const all = await Promise.all(created.map(async (id) => String((await api('GET', `/runs/${id}`)).body.status)));
+        return all.every((s) => ['succeeded', 'failed'].includes(s)) ? all : undefined;
+      },
+      60_000,
+      () => log.slice(-20).join('\n'),
+    );
+    expect(statuses.filter((s) => s === 'failed')).toHaveLength(2);
+
+    // What the tenant's run list says, run by run, is what the dashboard counts.
+    const listed = (await api('GET', '/runs?limit=100')).body.runs as Array<{ status: string }>;
+    const expected: Record<string, number> = {};
+    for (const run of listed) expected[run.status] = (expected[run.status] ?? 0) + 1;
+    const { status, body } = await api('GET', '/dashboard/metrics');
+    expect(status).toBe(200);
+    const figures = body as {
+      tenantId: string;
+      runs: { byStatus: Record<string, number>; counted: number; complete: boolean };
+      approvals: { waiting: number; oldestWaitingSeconds: number | null };
+      failures: { lastHour: number };
+      queues?: Record<string, number>;
+      workers?: Record<string, number>;
+    };
+    expect(figures.tenantId).toBe('local');
+    expect(figures.runs).toMatchObject({ counted: listed.length, complete: true });
+    expect(Object.fromEntries(Object.entries(figures.runs.byStatus).filter(([, n]) => n > 0))).toEqual(expected);
+    expect(figures.runs.byStatus.failed).toBe(2);
+    expect(figures.failures.lastHour).toBe(2);
+    expect(figures.approvals).toEqual({ waiting: 0, oldestWaitingSeconds: null });
+    // The local tenant is the platform tenant: it sees the shared queue and its worker.
+    expect(figures.queues?.['dev-flex']).toBe(0);
+    expect((figures.workers?.idle ?? 0) + (figures.workers?.busy ?? 0)).toBe(1);
+
+    const other = await callApi(stack.restUrl, stack.issuer.tokens.otherTenant ?? '', 'GET', '/dashboard/metrics');
+    expect(other.status).toBe(200);
+    const theirs = other.body as typeof figures;
+    expect(theirs.tenantId).toBe('other');
+    expect(Object.values(theirs.runs.byStatus).every((n) => n === 0)).toBe(true);
+    expect(theirs.failures.lastHour).toBe(0);
+    expect(theirs.queues).toBeUndefined();
+    expect(theirs.workers).toBeUndefined();
+  }, 90_000);
 });
