@@ -4,6 +4,7 @@ import { registerEvidenceCommands } from './commands/evidence.js';
 import { registerOperationCommands } from './commands/operations.js';
 import { registerRunbookCommands } from './commands/runbooks.js';
 import { registerRunCommands } from './commands/runs.js';
+import { registerStatusCommand } from './commands/status.js';
 import { type Environment, type GlobalOptions, example, makeContext } from './context.js';
 import { ApiError, CliError, EXIT, type ExitCode } from './errors.js';
 import { issueLines } from './issues.js';
@@ -30,6 +31,7 @@ export function buildProgram(environment: Environment): Command {
   registerRunbookCommands(program, contextFor);
   registerRunCommands(program, contextFor);
   registerOperationCommands(program, contextFor);
+  registerStatusCommand(program, contextFor);
   registerEvidenceCommands(program, contextFor);
   // Subcommands report usage errors through the program's exit override too.
   const inherit = (command: Command) => {
