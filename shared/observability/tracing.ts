@@ -109,3 +109,29 @@ export async function withSpan<T>(name: string, options: SpanOptions, work: () =
     throw error;
   }
 }
+
+/**
+ * Records a span that has already ended, a child of the active span: a wait measured from stored
+ * times (an approval from its request to its resolution), which no one process lived through.
+ */
+export function recordSpan(
+  name: string,
+  times: { readonly start: Date; readonly end: Date },
+  attributes: Readonly<Record<string, string | number | boolean>> = {},
+): void {
+  const parent = active.getStore();
+  try {
+    sink({
+      traceId: parent?.traceId ?? newTraceId(),
+      spanId: hex(8),
+      ...(parent && { parentId: parent.spanId }),
+      name,
+      service,
+      startTime: times.start.getTime() / 1000,
+      endTime: times.end.getTime() / 1000,
+      attributes,
+    });
+  } catch {
+    // A span that cannot be exported never fails the work it describes.
+  }
+}

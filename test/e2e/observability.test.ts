@@ -138,4 +138,65 @@ describe('observability on the local stack', () => {
     expect(theirs.queues).toBeUndefined();
     expect(theirs.workers).toBeUndefined();
   }, 90_000);
+
+  it('records an approval.wait span for a gate, and names the run on every Lambda line while it runs', async () => {
+    const doc = {
+      name: 'observed-gate',
+      environment: 'dev',
+      sandbox_profile: 'dev-flex',
+      steps: [{ id: 'risky', backend: 'test', action: 'echo', params: { message: 'ok' }, blast_radius: 'high' }],
+    };
+    expect((await api('POST', '/runbooks', doc)).status).toBeLessThan(300);
+    // The handlers run in this process and log to its stdout, as Lambda's runtime would collect them.
+    const lambdaOutput: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      lambdaOutput.push(String(chunk));
+      return write(chunk, ...rest);
+    }) as typeof process.stdout.write;
+    const created = await api(
+      'POST',
+      '/runs',
+      { runbookId: 'observed-gate' },
+      { 'idempotency-key': crypto.randomUUID() },
+    );
+    const runId = String(created.body.runId);
+    const as = (who: string) => stack.issuer.tokens[who] ?? '';
+    const approvalId = await until('the gate is requested', async () => {
+      const { body } = await api('GET', `/runs/${runId}/events?limit=100`);
+      const found = (body.events as Array<{ type: string; payload: { approvalId?: string } }>).find(
+        (e) => e.type === 'approval.requested',
+      );
+      return found?.payload.approvalId;
+    });
+    for (const who of ['approver', 'approver2']) {
+      const decided = await callApi(stack.restUrl, as(who), 'POST', `/runs/${runId}/approvals/${approvalId}`, {
+        decision: 'approve',
+      });
+      expect(decided.status).toBe(200);
+    }
+    await until('the gated run succeeds', async () => {
+      const { body } = await api('GET', `/runs/${runId}`);
+      return body.status === 'succeeded' ? body : undefined;
+    }).finally(() => {
+      process.stdout.write = write;
+    });
+
+    const spans = readFileSync(join(home, 'traces.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as SpanRecord);
+    const wait = spans.find((s) => s.name === 'approval.wait' && s.attributes.runId === runId);
+    expect(wait?.attributes).toMatchObject({ approvalId, status: 'approved' });
+    expect(wait && wait.endTime >= wait.startTime).toBe(true);
+
+    // Only this run was active meanwhile: every line a Lambda handler logged names it.
+    const lambdaLines = lambdaOutput
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter((line) => line.startsWith('{') && line.includes('"function_name"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lambdaLines.length).toBeGreaterThan(0);
+    const unnamed = lambdaLines.filter((line) => line.runId !== runId);
+    expect(unnamed.map((line) => `${String(line.service)}: ${String(line.message)}`)).toEqual([]);
+  }, 60_000);
 });

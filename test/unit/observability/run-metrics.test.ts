@@ -3,6 +3,7 @@ import { writes } from '../../../shared/app/ports/writes.js';
 import type { Approval } from '../../../shared/domain/entities.js';
 import { flushMetrics, recordReconcileSummary } from '../../../shared/observability/metrics.js';
 import { recordRunCommit } from '../../../shared/observability/run-metrics.js';
+import { configureTracing, type SpanRecord, withSpan } from '../../../shared/observability/tracing.js';
 
 let lines: string[];
 
@@ -15,6 +16,8 @@ beforeEach(() => {
 });
 
 afterEach(() => {
+  // Nothing a test recorded is left for the next one.
+  flushMetrics();
   vi.restoreAllMocks();
 });
 
@@ -81,6 +84,30 @@ describe('run commit metrics', () => {
       'approval_wait_duration_seconds{environment=prod}': 150,
       'approval_sla_breaches_total{environment=prod}': 1,
     });
+  });
+
+  it('records an approval.wait span from the request to the resolution, under the active span', async () => {
+    const spans: SpanRecord[] = [];
+    configureTracing({ sink: (span) => spans.push(span), service: 'test' });
+    const approved: Approval = { ...gate, status: 'approved', resolvedAt: '2026-01-01T00:02:30.000Z' };
+    await withSpan('decide', {}, async () =>
+      recordRunCommit(
+        { status: 'waiting_for_approval' },
+        { status: 'running' },
+        [writes.updateApproval(approved, gate)],
+        'dev',
+      ),
+    );
+    const wait = spans.find((s) => s.name === 'approval.wait');
+    const decide = spans.find((s) => s.name === 'decide');
+    expect(wait).toMatchObject({
+      parentId: decide?.spanId,
+      traceId: decide?.traceId,
+      startTime: Date.parse(gate.requestedAt) / 1000,
+      endTime: Date.parse('2026-01-01T00:02:30.000Z') / 1000,
+      attributes: { runId: 'r1', approvalId: 'a1', status: 'approved' },
+    });
+    configureTracing({ sink: () => undefined, service: 'capstan' });
   });
 
   it('publishes nothing for a gate whose status did not change', () => {
