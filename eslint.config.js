@@ -28,7 +28,7 @@ const sideEffects = {
 // A handler module runs its start-up (clients, use cases) when imported, so handlers share code
 // only through these modules, which are not handlers.
 const handlerModules = {
-  regex: '^\\.\\.?/(?!(\\.\\./)*shared/)(?!(http|dependencies|workflow/task-input|task-input)\\.js$)',
+  regex: '^\\.\\.?/(?!(\\.\\./)*shared/)(?!(http|dependencies|observability|workflow/task-input|task-input)\\.js$)',
   message: 'A handler does not import another handler; move what they share to a module that is not a handler.',
 };
 const restrict = (...patterns) => ['error', { patterns }];

@@ -5,6 +5,7 @@ import { registerInventoryCommands } from './commands/inventory.js';
 import { registerOperationCommands } from './commands/operations.js';
 import { registerRunbookCommands } from './commands/runbooks.js';
 import { registerRunCommands } from './commands/runs.js';
+import { registerStatusCommand } from './commands/status.js';
 import { type Environment, type GlobalOptions, example, makeContext } from './context.js';
 import { ApiError, CliError, EXIT, type ExitCode } from './errors.js';
 import { issueLines } from './issues.js';
@@ -32,6 +33,7 @@ export function buildProgram(environment: Environment): Command {
   registerRunCommands(program, contextFor);
   registerOperationCommands(program, contextFor);
   registerInventoryCommands(program, contextFor);
+  registerStatusCommand(program, contextFor);
   registerEvidenceCommands(program, contextFor);
   // Subcommands report usage errors through the program's exit override too.
   const inherit = (command: Command) => {

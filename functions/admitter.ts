@@ -1,8 +1,8 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { admission } from './dependencies.js';
+import { lambdaTelemetry } from './observability.js';
 
-const logger = new Logger({ serviceName: 'capstan-admitter' });
+const { logger, observe } = lambdaTelemetry('capstan-admitter');
 const admit = admission();
 const ENDINGS = new Set(['run.succeeded', 'run.failed', 'run.cancelled']);
 
@@ -11,20 +11,22 @@ const ENDINGS = new Set(['run.succeeded', 'run.failed', 'run.cancelled']);
  * runs waiting on it); on its schedule it admits whatever time made eligible (windows, throttles,
  * breaker cooldowns).
  */
-export const handler = async (event: Partial<DynamoDBStreamEvent> | undefined): Promise<{ admitted: number }> => {
-  if (!event?.Records) return { admitted: await admit.admitBacklog() };
-  for (const record of event.Records) {
-    const image = record.dynamodb?.NewImage;
-    const type = image?.type?.S;
-    const runId = image?.runId?.S;
-    const tenantId = image?.tenantId?.S;
-    if (record.eventName !== 'INSERT' || !type || !ENDINGS.has(type) || !runId || !tenantId) continue;
-    try {
-      await admit.onRunEnded(runId, tenantId);
-    } catch (error) {
-      // The schedule's pass picks up what this one missed; the stream moves on.
-      logger.error('admission after a run ended failed', { runId, error: (error as Error).message });
+export const handler = observe(
+  async (event: Partial<DynamoDBStreamEvent> | undefined): Promise<{ admitted: number }> => {
+    if (!event?.Records) return { admitted: await admit.admitBacklog() };
+    for (const record of event.Records) {
+      const image = record.dynamodb?.NewImage;
+      const type = image?.type?.S;
+      const runId = image?.runId?.S;
+      const tenantId = image?.tenantId?.S;
+      if (record.eventName !== 'INSERT' || !type || !ENDINGS.has(type) || !runId || !tenantId) continue;
+      try {
+        await admit.onRunEnded(runId, tenantId);
+      } catch (error) {
+        // The schedule's pass picks up what this one missed; the stream moves on.
+        logger.error('admission after a run ended failed', { runId, error: (error as Error).message });
+      }
     }
-  }
-  return { admitted: 0 };
-};
+    return { admitted: 0 };
+  },
+);

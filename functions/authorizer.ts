@@ -1,7 +1,9 @@
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
 import { makeJwtVerifier } from '../shared/adapters/jwt-verifier.js';
 import { config, required } from '../shared/config.js';
-import { logger } from './http.js';
+import { lambdaTelemetry } from './observability.js';
+
+const { logger, observe } = lambdaTelemetry('capstan-authorizer');
 
 const verify = makeJwtVerifier({
   issuer: required('CAPSTAN_JWT_ISSUER'),
@@ -31,7 +33,7 @@ export function tokenOf(
  * REQUEST authorizer for the REST and WebSocket APIs: verifies the JWT and passes the
  * principal on as context. Any failure is the literal 'Unauthorized', which API Gateway maps to 401.
  */
-export const handler = async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
+export const handler = observe(async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
   const token = tokenOf(event);
   if (!token) throw new Error('Unauthorized');
   try {
@@ -50,4 +52,4 @@ export const handler = async (event: APIGatewayRequestAuthorizerEvent): Promise<
     logger.info('token refused', { reason: (error as Error).message });
     throw new Error('Unauthorized');
   }
-};
+});

@@ -16,6 +16,8 @@ import { makeIngestTicket } from '../shared/app/intake.js';
 import { makeCreateRun } from '../shared/app/runs.js';
 import { EMPTY_ROUTES, parseRoutes } from '../shared/domain/intake/routing.js';
 import { makeApprovalStore } from '../shared/adapters/dynamodb/approval-store.js';
+import { makeSqsQueueDepths } from '../shared/adapters/sqs/queue-depths.js';
+import { SANDBOX_PROFILE_NAMES } from '../shared/domain/sandbox-profiles.js';
 import { makeConnectionPoster } from '../shared/adapters/connection-poster.js';
 import { makeConnectionStore, makeSubscriptionStore } from '../shared/adapters/dynamodb/connection-store.js';
 import { documentClient } from '../shared/adapters/dynamodb/client.js';
@@ -33,7 +35,7 @@ import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeBundleIndex } from '../shared/adapters/dynamodb/bundle-index.js';
 import { DEFAULT_POLICY } from '../shared/domain/policy.js';
 import { parsePolicy } from '../shared/domain/policy.js';
-import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
+import { recordMetric } from '../shared/observability/metrics.js';
 import { makeControlLog } from '../shared/app/admission-controls.js';
 import { makeDynamoAdmissionStore } from '../shared/adapters/dynamodb/admission-store.js';
 import { makeAdmission } from '../shared/app/admission.js';
@@ -51,11 +53,10 @@ const runs = () =>
   (runStore ??= makeRunStore(documentClient, {
     state: config().CAPSTAN_STATE_TABLE,
     events: config().CAPSTAN_EVENTS_TABLE,
+    environment: config().CAPSTAN_ENVIRONMENT,
   }));
 
 const approvals = () => makeApprovalStore(documentClient, config().CAPSTAN_STATE_TABLE);
-
-const admissionMetrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-admission' });
 
 /** The admission store, built once per process. */
 export const admissionStore = () => makeDynamoAdmissionStore(documentClient, config().CAPSTAN_STATE_TABLE);
@@ -77,11 +78,7 @@ export const admission = () =>
     admission: admissionStore(),
     starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
     clock: systemClock,
-    refused: (limit) => {
-      admissionMetrics.addDimensions({ limit });
-      admissionMetrics.addMetric('quota_exceeded_total', MetricUnit.Count, 1);
-      admissionMetrics.publishStoredMetrics();
-    },
+    refused: (limit, tenantId) => recordMetric('quotaExceeded', 1, { tenantId, limit }),
   });
 
 /** For the quota, limit and breaker routes. */
@@ -160,6 +157,14 @@ export const inventoryStore = () =>
 
 /** For the inventory routes. */
 export const inventoryDeps = () => ({ inventory: inventoryStore(), clock: systemClock });
+
+/** For the dashboard's figures: the run and approval stores, the worker registry and the profile queues. */
+export const dashboardDeps = () => ({
+  ...workerDeps(),
+  runs: runs(),
+  approvals: approvals(),
+  queues: makeSqsQueueDepths(sqsClient(), config().CAPSTAN_PREFIX, SANDBOX_PROFILE_NAMES),
+});
 
 /** For the reconciler: the interpreter's ports, the worker registry, and the state machine itself. */
 export const reconcilerDeps = () => ({

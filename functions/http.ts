@@ -1,6 +1,4 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import middy from '@middy/core';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { z } from 'zod';
 import { type Principal, principalSchema, roleSchema } from '../shared/domain/entities.js';
@@ -16,9 +14,12 @@ import {
 import { nestsDeeperThan } from '../shared/domain/storable.js';
 import { issuesFromZod } from '../shared/domain/zod-issues.js';
 import { requireRole } from '../shared/app/authorize.js';
+import { makeLogger } from '../shared/observability/logger.js';
 import { routeFor } from '../shared/resources/routes.js';
+import { lambdaTelemetry } from './observability.js';
 
-export const logger = new Logger({ serviceName: 'capstan' });
+/** Logs an error outside any route (a unit test of the mapping); each route logs with its own logger. */
+const fallbackLogger = makeLogger('capstan-api');
 
 /** What a route handler sees: the caller and the request, already normalised. */
 export interface HttpRequest {
@@ -92,7 +93,11 @@ const json = (status: number, body: unknown): APIGatewayProxyResult => ({
  * Maps an error to the contract's error body: 4xx for what the caller did, a generic 500 otherwise.
  * A 500 names the request id, so the caller can quote it and an operator can find the log line.
  */
-export function errorResponse(error: unknown, requestId?: string): APIGatewayProxyResult {
+export function errorResponse(
+  error: unknown,
+  requestId?: string,
+  logger: Logger = fallbackLogger,
+): APIGatewayProxyResult {
   if (error instanceof z.ZodError) {
     return json(400, {
       error: { code: 'VALIDATION_FAILED', message: 'the request is not valid', details: issuesFromZod(error) },
@@ -142,37 +147,39 @@ export function parseJsonBody<T extends z.ZodType>(request: HttpRequest, schema:
 }
 
 /**
- * Wraps a route: one middleware order everywhere (Lambda context in the logs, then error
- * mapping), the event normalised into an {@link HttpRequest}.
+ * Wraps a route: the shared observability middleware (its own logger, so an error log names this
+ * function even where several run in one process), then error mapping, the event normalised into
+ * an {@link HttpRequest}.
  */
-export function httpHandler(route: (request: HttpRequest) => Promise<HttpResult>) {
-  return middy<APIGatewayProxyEvent, APIGatewayProxyResult>()
-    .use(injectLambdaContext(logger))
-    .handler(async (event) => {
-      try {
-        const headers = Object.fromEntries(
-          Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])),
-        );
-        const body =
-          event.body === null
-            ? undefined
-            : event.isBase64Encoded
-              ? Buffer.from(event.body, 'base64').toString('utf8')
-              : event.body;
-        const principal = principalOf(event);
-        authorizeRoute(event, principal);
-        const result = await route({
-          principal,
-          body,
-          headers,
-          path: clean(event.pathParameters),
-          query: clean(event.queryStringParameters),
-        });
-        return result.binary ? binaryResponse(result.status, result.binary) : json(result.status, result.body);
-      } catch (error) {
-        return errorResponse(error, event.requestContext?.requestId);
-      }
-    });
+export function httpHandler(
+  route: (request: HttpRequest) => Promise<HttpResult>,
+  { logger, observe } = lambdaTelemetry('capstan-api'),
+) {
+  return observe<APIGatewayProxyEvent, APIGatewayProxyResult>(async (event) => {
+    try {
+      const headers = Object.fromEntries(
+        Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])),
+      );
+      const body =
+        event.body === null
+          ? undefined
+          : event.isBase64Encoded
+            ? Buffer.from(event.body, 'base64').toString('utf8')
+            : event.body;
+      const principal = principalOf(event);
+      authorizeRoute(event, principal);
+      const result = await route({
+        principal,
+        body,
+        headers,
+        path: clean(event.pathParameters),
+        query: clean(event.queryStringParameters),
+      });
+      return result.binary ? binaryResponse(result.status, result.binary) : json(result.status, result.body);
+    } catch (error) {
+      return errorResponse(error, event.requestContext?.requestId, logger);
+    }
+  });
 }
 
 /**

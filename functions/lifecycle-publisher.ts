@@ -1,6 +1,9 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { type AppendedEvent, makePublishLifecycle } from '../shared/app/lifecycle.js';
 import { lifecycleDeps } from './dependencies.js';
+import { lambdaTelemetry } from './observability.js';
+
+const { observe } = lambdaTelemetry('capstan-lifecycle-publisher');
 
 const publish = makePublishLifecycle(lifecycleDeps());
 
@@ -8,7 +11,7 @@ const publish = makePublishLifecycle(lifecycleDeps());
  * The event log's stream, beside the broadcaster: run lifecycle events go out on the bus. A
  * refused publication reports its record, so the mapping retries from there, in order.
  */
-export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+export const handler = observe(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
   const appended = event.Records.flatMap((record): AppendedEvent[] => {
     const image = record.dynamodb?.NewImage;
     const fields = {
@@ -36,4 +39,4 @@ export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatch
   });
   const retryFrom = await publish(appended);
   return { batchItemFailures: retryFrom === undefined ? [] : [{ itemIdentifier: retryFrom }] };
-};
+});

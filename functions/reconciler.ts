@@ -1,9 +1,10 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { emptySummary, makeReconcile, type ReconcileSummary } from '../shared/app/reconciler.js';
 import { config } from '../shared/config.js';
+import { recordReconcileSummary, recordMetric } from '../shared/observability/metrics.js';
 import { reconcilerDeps } from './dependencies.js';
+import { lambdaTelemetry } from './observability.js';
 
-const logger = new Logger({ serviceName: 'capstan-reconciler' });
+const { logger, observe } = lambdaTelemetry('capstan-reconciler');
 const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) => logger.info(message, fields ?? {}) });
 
 /** Sweeps per invocation, spread over the minute between scheduled invocations. */
@@ -14,13 +15,22 @@ const SWEEP_SPACING_MS = 20_000;
  * The scheduled reconciler. EventBridge invokes it once a minute; it sweeps `SWEEPS` times, 20 s
  * apart, so a lost step execution waits at most about 20 s after its lease expires.
  */
-export const handler = async (): Promise<ReconcileSummary> => {
+export const handler = observe(async (): Promise<ReconcileSummary> => {
   const total = emptySummary();
-  for (let sweep = 0; sweep < SWEEPS; sweep++) {
-    if (sweep > 0) await new Promise((resolve) => setTimeout(resolve, SWEEP_SPACING_MS));
-    const summary = await reconcile();
-    for (const key of Object.keys(total) as Array<keyof ReconcileSummary>) total[key] += summary[key];
+  try {
+    for (let sweep = 0; sweep < SWEEPS; sweep++) {
+      if (sweep > 0) await new Promise((resolve) => setTimeout(resolve, SWEEP_SPACING_MS));
+      const summary = await reconcile();
+      for (const key of Object.keys(total) as Array<keyof ReconcileSummary>) {
+        // Stuck runs are a count at one moment, not work done: the latest sweep's count stands.
+        total[key] = key === 'stuckRuns' ? summary[key] : total[key] + summary[key];
+      }
+    }
+  } catch (error) {
+    recordMetric('reconcilerFailures', 1, {});
+    throw error;
   }
+  recordReconcileSummary(total);
   logger.info('reconciled', { ...total });
   return total;
-};
+});

@@ -1,10 +1,10 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
 import { makeRecoverLost } from '../shared/app/recovery.js';
 import { makeWorkerDied } from '../shared/app/worker-deaths.js';
 import { interpreterDeps, workerDeps } from './dependencies.js';
+import { lambdaTelemetry } from './observability.js';
 
-const logger = new Logger({ serviceName: 'capstan-worker-stopped' });
+const { logger, observe } = lambdaTelemetry('capstan-worker-stopped');
 const deps = { ...interpreterDeps(), ...workerDeps() };
 const workerDied = makeWorkerDied({
   ...deps,
@@ -37,7 +37,7 @@ export const workerStoppedEventSchema = z.union([taskStoppedSchema, processExite
  * A worker's task (or local process) stopped: recovers the step executions it held now rather
  * than when their leases lapse. Drained workers have deregistered, so their stop changes nothing.
  */
-export const handler = async (event: unknown): Promise<{ recovered: number }> => {
+export const handler = observe(async (event: unknown): Promise<{ recovered: number }> => {
   const parsed = workerStoppedEventSchema.parse(event);
   const verdicts = await workerDied(
     parsed.source === 'aws.ecs'
@@ -48,4 +48,4 @@ export const handler = async (event: unknown): Promise<{ recovered: number }> =>
       : parsed.detail,
   );
   return { recovered: verdicts.length };
-};
+});

@@ -21,6 +21,7 @@ import { Reconciler } from './constructs/reconciler.js';
 import { RestApi } from './constructs/rest-api.js';
 import type { RunResources } from './constructs/run-resources.js';
 import { RunInterpreter } from './constructs/run-interpreter.js';
+import { ServiceMetrics } from './constructs/service-metrics.js';
 import { TicketIngest } from './constructs/ticket-ingest.js';
 import type { WorkerService } from './constructs/worker-service.js';
 import { Workers } from './constructs/workers.js';
@@ -131,7 +132,7 @@ export class StatelessStack extends Stack {
       ['lifecycle-publisher', lifecycle.function],
       ['admitter', admitter.function],
     ]);
-    new Operations(this, 'Operations', {
+    const operations = new Operations(this, 'Operations', {
       dashboardName: `${config.prefix}-operations`,
       key: stateful.key,
       alarmEmail: config.alarmEmail,
@@ -142,6 +143,7 @@ export class StatelessStack extends Stack {
       functions,
       alarmOnErrorsOf: ['plan', 'dispatch', 'reconciler', 'broadcaster'],
     });
+    new ServiceMetrics(this, 'ServiceMetrics', { dashboard: operations.dashboard, alarmTopic: operations.alarmTopic });
 
     this.console = new Console(this, 'Console', {
       assetDir: ensureConsoleBuilt(),

@@ -19,7 +19,7 @@ import { asyncTarget, isTicketEvent, lambdaEnvelope, prepareRoutes } from './int
 import { type Gateway, startGateway, WEBSOCKET_PATH } from './gateway.js';
 import { ensureConsoleBuilt } from '../console/build.js';
 import { LOCAL_IDENTITIES, makeLocalIssuer, type LocalIssuer } from './issuer.js';
-import { invokeLocal } from './lambdas.js';
+import { invokeLocal, lambdaContext } from './lambdas.js';
 import { type LocalQueues, startLocalQueues } from './queues.js';
 import { type MeteredEndpoint, startMeteredEndpoint } from './request-meter.js';
 import { type DemoService, startDemoService } from './demo-service.js';
@@ -186,6 +186,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       CAPSTAN_JWT_ISSUER: `${restUrl}/`,
       CAPSTAN_JWKS_URL: `${restUrl}/.well-known/jwks.json`,
       CAPSTAN_LINK_BASE_URL: restUrl,
+      // Spans of the handlers and workers, one JSON line each (X-Ray's place in AWS).
+      CAPSTAN_TRACE_FILE: join(options.stateDir, 'traces.jsonl'),
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',
@@ -267,9 +269,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
     const issuer = await makeLocalIssuer(join(options.stateDir, 'issuer-key.json'), `${restUrl}/`, 'capstan');
     // Imported after the environment is set: handlers read their configuration at cold start.
-    const { handler: authorizer } = (await import('../functions/authorizer.js')) as {
-      handler: (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
-    };
+    const { handler: authorizeIn } = await import('../functions/authorizer.js');
+    const authorizer = (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> =>
+      authorizeIn(event, lambdaContext('authorizer'));
     const gateway: Gateway = await startGateway({
       port,
       authorizer,

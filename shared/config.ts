@@ -89,6 +89,8 @@ export const configSchema = z.object({
   CAPSTAN_LINK_BASE_URL: z.url().optional(),
   /** Capacity per sandbox profile (JSON, `capacitySchema`): backpressure bound and worker pool bounds. */
   CAPSTAN_CAPACITY: jsonOf(capacitySchema).optional(),
+  /** Locally: the JSON-lines file spans are appended to (in AWS they go to X-Ray). */
+  CAPSTAN_TRACE_FILE: z.string().min(1).optional(),
 });
 export type CapstanConfig = z.infer<typeof configSchema>;
 
@@ -128,6 +130,8 @@ export const workerConfigSchema = z.object({
   CAPSTAN_TEST_CRASH_AFTER_COUNTER: z.string().min(1).optional(),
   /** Set by ECS in every task: where the worker reads its task ARN, so the task's stop names it. */
   ECS_CONTAINER_METADATA_URI_V4: z.url().optional(),
+  /** On Fargate: the X-Ray daemon sidecar (`host:port`) the worker's spans are sent to. */
+  AWS_XRAY_DAEMON_ADDRESS: z.string().min(1).optional(),
 });
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;
 
@@ -200,4 +204,12 @@ export function clientConfig(service: AwsService): { endpoint?: string; forcePat
   const endpoint = endpointFor(service);
   if (endpoint === undefined) return {};
   return service === 's3' ? { endpoint, forcePathStyle: true } : { endpoint };
+}
+
+/**
+ * The local span file alone, for the observability middleware: it runs before any handler reads
+ * the rest of the configuration, and must not fail an invocation the handler itself would answer.
+ */
+export function traceFile(): string | undefined {
+  return configSchema.shape.CAPSTAN_TRACE_FILE.parse(process.env.CAPSTAN_TRACE_FILE);
 }

@@ -3,6 +3,7 @@ import type { AgentNode } from '../shared/app/worker-ports.js';
 import type { Worker as WorkerRecord } from '../shared/domain/entities.js';
 import type { StepCommand } from '../shared/domain/messages.js';
 import type { SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
+import { recordMetric } from '../shared/observability/metrics.js';
 import { ActionError } from './backends/types.js';
 import type { Log } from './log-redaction.js';
 
@@ -82,7 +83,8 @@ export class Heartbeat {
         workerId,
         new Date(Date.now() + leaseMs),
       );
-      if (!held) current.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+      if (held) recordMetric('leaseExtensions', 1, { sandboxProfile: this.options.profile });
+      else current.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
     }
     const usage = process.cpuUsage();
     const at = performance.now();

@@ -1,7 +1,5 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { Logger } from '@aws-lambda-powertools/logger';
-import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { systemClock } from '../shared/app/ports.js';
 import { makeRecoverLost } from '../shared/app/recovery.js';
 import { makeStepResults } from '../shared/app/step-results.js';
@@ -46,15 +44,30 @@ import { makeFanout } from '../shared/app/fanout.js';
 import { cachingVersions } from '../shared/app/runbook-cache.js';
 import { makeDynamoRunbookStore } from '../shared/adapters/dynamodb/runbook-store.js';
 import { makeSqsCommandQueue } from '../shared/adapters/sqs/command-queue.js';
+import { makeLogger, withContextFields } from '../shared/observability/logger.js';
+import { recordMetric, setMetricsService } from '../shared/observability/metrics.js';
+import { fileSpanSink, xrayDaemonSink } from '../shared/observability/span-sinks.js';
+import { configureTracing } from '../shared/observability/tracing.js';
 
 async function main(): Promise<void> {
   const env = workerConfig();
   const { CAPSTAN_PREFIX, CAPSTAN_STATE_TABLE, CAPSTAN_EVENTS_TABLE, CAPSTAN_WORKER_HEARTBEAT_SECONDS } = env;
   const profile = SANDBOX_PROFILES[env.CAPSTAN_SANDBOX_PROFILE];
   const workerId = `${env.CAPSTAN_WORKER_NAME ?? profile.name}-${hostname()}-${process.pid}`;
-  const logger = new Logger({ serviceName: 'capstan-worker', persistentKeys: { workerId } });
-  const metrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-worker' });
-  const runs = makeRunStore(documentClient, { state: CAPSTAN_STATE_TABLE, events: CAPSTAN_EVENTS_TABLE });
+  const logger = makeLogger('capstan-worker', { workerId, sandboxProfile: profile.name });
+  setMetricsService('capstan-worker');
+  // Locally a file beside the stack's state; on Fargate the X-Ray daemon sidecar (docs/observability.md).
+  const spanSink = env.CAPSTAN_TRACE_FILE
+    ? fileSpanSink(env.CAPSTAN_TRACE_FILE)
+    : env.AWS_XRAY_DAEMON_ADDRESS
+      ? xrayDaemonSink(env.AWS_XRAY_DAEMON_ADDRESS)
+      : undefined;
+  if (spanSink) configureTracing({ sink: spanSink, service: 'capstan-worker' });
+  const runs = makeRunStore(documentClient, {
+    state: CAPSTAN_STATE_TABLE,
+    events: CAPSTAN_EVENTS_TABLE,
+    environment: env.CAPSTAN_ENVIRONMENT,
+  });
   const callbacks = makeSfnCallbacks(sfnClient());
   // A result may start a fan-out unit's next targets, or a pipeline target's next sub-step.
   const fanout = makeFanout({
@@ -133,14 +146,17 @@ async function main(): Promise<void> {
     }),
     redactPatterns: [...DEFAULT_REDACTION_PATTERNS, ...parsePatterns(env.CAPSTAN_REDACT_PATTERNS)],
     onViolation: (cmd) => {
-      metrics.addDimensions({ sandboxProfile: profile.name, enforcedBy: 'worker' });
-      metrics.addMetric('SandboxViolations', MetricUnit.Count, 1);
-      metrics.publishStoredMetrics();
-      logger.warn('sandbox violation', { backend: cmd.backend, action: cmd.action, runId: cmd.runId });
+      recordMetric('sandboxViolations', 1, { sandboxProfile: profile.name, enforcedBy: 'worker' });
+      logger.warn(
+        'sandbox violation',
+        withContextFields({ backend: cmd.backend, action: cmd.action, runId: cmd.runId }),
+      );
     },
     onDrainRequested: () => stop('drain requested'),
     log: (message, fields) =>
-      fields && 'error' in fields ? logger.error(message, fields) : logger.info(message, fields ?? {}),
+      fields && 'error' in fields
+        ? logger.error(message, withContextFields(fields))
+        : logger.info(message, withContextFields(fields)),
   });
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

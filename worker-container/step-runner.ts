@@ -15,6 +15,9 @@ import {
 import type { RedactingLog } from './log-redaction.js';
 import { OutputBuffer } from './output-buffer.js';
 import type { ArtifactStore } from './artifacts.js';
+import { holdSecrets, releaseSecrets } from '../shared/observability/logger.js';
+import { recordMetric } from '../shared/observability/metrics.js';
+import { withSpan } from '../shared/observability/tracing.js';
 
 /** Where the recorded result of an effect that already happened is found. */
 export interface ReceiptSource {
@@ -111,10 +114,14 @@ export class StepRunner {
       ...(this.options.outputCapBytes !== undefined && { capBytes: this.options.outputCapBytes }),
     });
     let outcome: Outcome;
+    let held: string[] = [];
+    const started = performance.now();
     try {
       const secrets = await this.fetchSecrets(prepared.secretIds);
-      redact = makeRedactor(Object.values(secrets), redactPatterns);
+      held = Object.values(secrets);
+      redact = makeRedactor(held, redactPatterns);
       log.hold(redact);
+      holdSecrets(held);
       const artifact = this.options.artifacts?.sinkFor(cmd, this.options.workerId);
       const result = await runAction(prepared, cmd, secrets, controller.signal, output.push, artifact);
       outcome = { outcome: 'succeeded', ...(result.output && { output: redactJson(result.output, redact) }) };
@@ -131,8 +138,14 @@ export class StepRunner {
       clearTimeout(timeout);
       this.current = undefined;
     }
+    const environment = SANDBOX_PROFILES[this.options.profile].environment;
+    recordMetric('stepDuration', (performance.now() - started) / 1000, { environment, backend: cmd.backend });
+    if (cmd.attempt > 1) recordMetric('retries', 1, { backend: cmd.backend });
+    if (outcome.outcome !== 'succeeded')
+      recordMetric('failures', 1, { backend: cmd.backend, reason: outcome.error.code });
     await output.close();
     log.forget();
+    releaseSecrets(held);
     const reason: unknown = controller.signal.reason;
     return controller.signal.aborted && reason instanceof ActionError && reason.code === 'LEASE_LOST'
       ? 'lease lost'
@@ -168,6 +181,16 @@ export class StepRunner {
 
   /** The step's secrets, fetched now; a secret that cannot be fetched fails the attempt (retryable). */
   private async fetchSecrets(ids: readonly string[]): Promise<Record<string, string>> {
+    if (ids.length === 0) return {};
+    const started = performance.now();
+    try {
+      return await withSpan('vault.fetch', { attributes: { secrets: ids.length } }, () => this.fetchEach(ids));
+    } finally {
+      recordMetric('credentialFetch', (performance.now() - started) / 1000, { source: 'secretsmanager' });
+    }
+  }
+
+  private async fetchEach(ids: readonly string[]): Promise<Record<string, string>> {
     const secrets: Record<string, string> = {};
     for (const id of ids) {
       try {

@@ -11,6 +11,9 @@ import { Heartbeat, type WorkerRegistration } from './heartbeat.js';
 import { type Log, RedactingLog } from './log-redaction.js';
 import { StepRunner } from './step-runner.js';
 import type { ArtifactStore } from './artifacts.js';
+import { withLogContext } from '../shared/observability/logger.js';
+import { flushMetrics, recordMetric } from '../shared/observability/metrics.js';
+import { withSpan } from '../shared/observability/tracing.js';
 
 export type { WorkerRegistration } from './heartbeat.js';
 
@@ -175,9 +178,32 @@ export class Worker {
       return;
     }
     const cmd = parsed.data;
+    const context = {
+      tenantId: cmd.tenantId,
+      runId: cmd.runId,
+      stepId: cmd.stepId,
+      targetId: cmd.targetId,
+      workerId: this.options.workerId,
+      sandboxProfile: cmd.sandboxProfile,
+    };
+    try {
+      await withLogContext(context, () => this.handleCommand(received, cmd));
+    } finally {
+      flushMetrics();
+    }
+  }
+
+  private async handleCommand(received: ReceivedCommand, cmd: StepCommand): Promise<void> {
     const { runs, workerId, leaseMs, commands } = this.options;
     const asked = performance.now();
-    const lease = await runs.acquireLease(cmd.runId, cmd.executionId, workerId, new Date(), leaseMs);
+    const spanOptions = {
+      ...(received.traceHeader !== undefined && { parentHeader: received.traceHeader }),
+      attributes: { runId: cmd.runId, stepId: cmd.stepId, executionId: cmd.executionId, attempt: cmd.attempt },
+    };
+    const lease = await withSpan('worker.assign', spanOptions, () =>
+      runs.acquireLease(cmd.runId, cmd.executionId, workerId, new Date(), leaseMs),
+    );
+    recordMetric('workerAssignments', 1, { sandboxProfile: this.options.profile, status: lease.claim });
     if (lease.claim === 'lost') {
       // Its holder died mid-action: that attempt ends by the recovery rule (the reconciler's), and
       // is never started again as the same attempt.
@@ -199,7 +225,8 @@ export class Worker {
       executionId: cmd.executionId,
       acquireMs: Math.round((performance.now() - asked) * 10) / 10,
     });
-    const done = this.runner.run(cmd);
+    const span = cmd.kind === 'rollback' ? 'rollback.execute' : 'step.execute';
+    const done = withSpan(span, spanOptions, () => this.runner.run(cmd));
     this.idle = done.then(
       () => undefined,
       () => undefined,

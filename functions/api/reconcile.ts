@@ -1,6 +1,11 @@
 import { makeReconcile } from '../../shared/app/reconciler.js';
+import { recordReconcileSummary } from '../../shared/observability/metrics.js';
 import { reconcilerDeps } from '../dependencies.js';
-import { httpHandler, logger, requirePrincipal } from '../http.js';
+import { httpHandler, requirePrincipal } from '../http.js';
+import { lambdaTelemetry } from '../observability.js';
+
+const telemetry = lambdaTelemetry('capstan-api');
+const { logger } = telemetry;
 
 const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) => logger.info(message, fields ?? {}) });
 
@@ -11,6 +16,7 @@ const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) =>
 export const handler = httpHandler(async (request) => {
   const principal = requirePrincipal(request);
   const summary = await reconcile();
+  recordReconcileSummary(summary);
   logger.info('reconciled on request', { ...summary, by: principal.subject });
   return { status: 200, body: summary };
-});
+}, telemetry);

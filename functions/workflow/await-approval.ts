@@ -1,16 +1,16 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { makeAwaitApproval } from '../../shared/app/approvals.js';
 import { approvalDeps } from '../dependencies.js';
+import { lambdaTelemetry } from '../observability.js';
 import { waitingTaskInputSchema } from './task-input.js';
 
-const logger = new Logger({ serviceName: 'capstan-await-approval' });
+const { logger, observe } = lambdaTelemetry('capstan-await-approval');
 const awaitApproval = makeAwaitApproval(approvalDeps());
 
 /**
  * The interpreter's AwaitApproval task (`.waitForTaskToken`, timing out at the gate's SLA or hard
  * limit): keeps the token for the decision that resolves the gate.
  */
-export const handler = async (event: unknown): Promise<void> => {
+export const handler = observe(async (event: unknown): Promise<void> => {
   const { runId, decision, taskToken } = waitingTaskInputSchema.parse(event);
   if (decision.action !== 'await_approval') throw new Error(`AwaitApproval got a '${decision.action}' decision`);
   await awaitApproval(runId, decision.approvalId, taskToken);
@@ -19,4 +19,4 @@ export const handler = async (event: unknown): Promise<void> => {
     approvalId: decision.approvalId,
     timeoutSeconds: decision.timeoutSeconds,
   });
-};
+});

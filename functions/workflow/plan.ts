@@ -1,10 +1,10 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
 import { makePlanNext } from '../../shared/app/plan.js';
 import type { PlanDecision } from '../../shared/domain/planner.js';
 import { planDeps } from '../dependencies.js';
+import { lambdaTelemetry } from '../observability.js';
 
-const logger = new Logger({ serviceName: 'capstan-plan' });
+const { logger, observe } = lambdaTelemetry('capstan-plan');
 const deps = planDeps();
 if (deps.policy instanceof Error)
   logger.error('every step will be denied until the policy is fixed', { error: deps.policy.message });
@@ -22,10 +22,10 @@ const inputSchema = z.object({
 });
 
 /** The interpreter's Plan task: the next action for the run, as the Route state reads it. */
-export const handler = async (event: unknown): Promise<PlanDecision> => {
+export const handler = observe(async (event: unknown): Promise<PlanDecision> => {
   const { runId, faults } = inputSchema.parse(event);
   if (faults?.last) logger.warn('a waiting task failed', { runId, faults: faults.count, error: faults.last.Error });
   const decision = await planNext(runId, faults);
   logger.info('planned', { runId, decision });
   return decision;
-};
+});

@@ -172,6 +172,10 @@ export class RestApi extends Construct {
       case 'read-evidence':
         resources.evidenceBucket.grantRead(handler);
         return;
+      case 'read-queue-depths':
+        for (const pq of resources.queues.values())
+          pq.queue.grant(handler, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
+        return;
       default: {
         const unknown: never = access;
         throw new Error(`RestApi has no grant for route access '${String(unknown)}'`);

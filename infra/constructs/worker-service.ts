@@ -3,7 +3,7 @@ import { CfnScalingPolicy } from 'aws-cdk-lib/aws-applicationautoscaling';
 import { type IVpc, Peer, Port, SecurityGroup, SubnetType } from 'aws-cdk-lib/aws-ec2';
 import {
   Capability,
-  type ContainerImage,
+  ContainerImage,
   CpuArchitecture,
   FargateService,
   FargateTaskDefinition,
@@ -11,6 +11,7 @@ import {
   LinuxParameters,
   LogDrivers,
   OperatingSystemFamily,
+  Protocol,
 } from 'aws-cdk-lib/aws-ecs';
 import { Grant } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
@@ -34,7 +35,17 @@ export interface WorkerServiceProps {
   readonly queue: IQueue;
   /** Scaling bounds and target (`capacityOf` fills the defaults). */
   readonly capacity: ProfileCapacity;
+  /**
+   * The X-Ray daemon sidecar the worker sends its spans to over UDP (docs/observability.md).
+   * @default ContainerImage.fromRegistry(XRAY_DAEMON_IMAGE)
+   */
+  readonly xrayDaemonImage?: ContainerImage;
 }
+
+/** The AWS-published X-Ray daemon, pinned to its major version. */
+export const XRAY_DAEMON_IMAGE = 'public.ecr.aws/xray/aws-xray-daemon:3.x';
+/** Where the worker finds the daemon: containers of a Fargate task share localhost. */
+const XRAY_DAEMON_ADDRESS = '127.0.0.1:2000';
 
 /**
  * One sandbox profile's workers: a hardened Fargate task definition (non-root, all Linux
@@ -67,6 +78,7 @@ export class WorkerService extends Construct {
         operatingSystemFamily: OperatingSystemFamily.LINUX,
       },
     });
+    const logGroup = new LogGroup(this, 'Logs', { retention: RetentionDays.ONE_MONTH, encryptionKey: props.logKey });
     const linuxParameters = new LinuxParameters(this, 'Linux', { initProcessEnabled: true });
     linuxParameters.dropCapabilities(Capability.ALL);
     const container = this.taskDefinition.addContainer('worker', {
@@ -75,14 +87,24 @@ export class WorkerService extends Construct {
       readonlyRootFilesystem: profile.container.readOnlyRootFilesystem,
       linuxParameters,
       stopTimeout: Duration.seconds(profile.stopTimeoutSeconds),
-      environment: { ...props.environment, CAPSTAN_SANDBOX_PROFILE: profile.name },
-      logging: LogDrivers.awsLogs({
-        streamPrefix: profile.name,
-        logGroup: new LogGroup(this, 'Logs', {
-          retention: RetentionDays.ONE_MONTH,
-          encryptionKey: props.logKey,
-        }),
-      }),
+      environment: {
+        ...props.environment,
+        CAPSTAN_SANDBOX_PROFILE: profile.name,
+        AWS_XRAY_DAEMON_ADDRESS: XRAY_DAEMON_ADDRESS,
+      },
+      logging: LogDrivers.awsLogs({ streamPrefix: profile.name, logGroup }),
+    });
+    // The daemon batches the worker's spans to X-Ray; it holds no step data and needs no privilege.
+    const daemonLinux = new LinuxParameters(this, 'DaemonLinux', { initProcessEnabled: false });
+    daemonLinux.dropCapabilities(Capability.ALL);
+    this.taskDefinition.addContainer('xray-daemon', {
+      image: props.xrayDaemonImage ?? ContainerImage.fromRegistry(XRAY_DAEMON_IMAGE),
+      essential: false,
+      linuxParameters: daemonLinux,
+      cpu: 32,
+      memoryReservationMiB: 64,
+      portMappings: [{ containerPort: 2000, protocol: Protocol.UDP }],
+      logging: LogDrivers.awsLogs({ streamPrefix: `${profile.name}-xray`, logGroup }),
     });
     // Scripts get a temporary working directory even when the root filesystem is read-only.
     this.taskDefinition.addVolume({ name: 'scratch' });
@@ -118,6 +140,12 @@ export class WorkerService extends Construct {
     this.scaleOnBacklog(props.queue, capacity);
 
     const stack = Stack.of(this);
+    // X-Ray's write APIs take no resource-level permissions.
+    Grant.addToPrincipal({
+      grantee: this.taskDefinition.taskRole,
+      actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
+      resourceArns: ['*'],
+    });
     Grant.addToPrincipal({
       grantee: this.taskDefinition.taskRole,
       actions: ['secretsmanager:GetSecretValue'],

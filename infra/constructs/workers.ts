@@ -63,6 +63,7 @@ export class Workers extends Construct {
       Ecr: InterfaceVpcEndpointAwsService.ECR,
       EcrDocker: InterfaceVpcEndpointAwsService.ECR_DOCKER,
       S3: InterfaceVpcEndpointAwsService.S3,
+      XRay: InterfaceVpcEndpointAwsService.XRAY,
     })) {
       this.vpc.addInterfaceEndpoint(name, { service, subnets: { subnetType: SubnetType.PRIVATE_WITH_EGRESS } });
     }

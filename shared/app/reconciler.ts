@@ -3,6 +3,7 @@ import type { RunStore } from './ports/runs.js';
 import type { Run, StepExecution } from '../domain/entities.js';
 import { allSteps } from '../domain/runbook.js';
 import { stepExecutionStateMachine } from '../domain/statuses.js';
+import { isStuck } from '../domain/stuck.js';
 import { isSilent } from '../domain/workers.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.js';
@@ -49,6 +50,8 @@ export interface ReconcileSummary {
   approvalsEscalated: number;
   /** Gates past their hard limit: expired, their step fails. */
   approvalsExpired: number;
+  /** Runs that should be moving whose log has been silent for longer than their longest step timeout. */
+  stuckRuns: number;
 }
 
 export const emptySummary = (): ReconcileSummary => ({
@@ -60,6 +63,7 @@ export const emptySummary = (): ReconcileSummary => ({
   statesFixed: 0,
   approvalsEscalated: 0,
   approvalsExpired: 0,
+  stuckRuns: 0,
 });
 
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
@@ -133,6 +137,20 @@ export function makeReconcile(deps: ReconcilerDeps) {
       }
     }
     await resumeLostResume(record, aggregates, now, summary);
+  }
+
+  /** Counts a quiet run as stuck when its last event is older than its longest step timeout. */
+  async function countIfStuck(record: { run: Run; head: { seq: number } }, now: Date, summary: ReconcileSummary) {
+    const { run, head } = record;
+    if (head.seq === 0) return;
+    const [[last], runbook] = await Promise.all([
+      runs.events(run.runId, head.seq - 1, 1),
+      runbookOf(deps.runbooks, run),
+    ]);
+    if (last && isStuck(run.status, new Date(last.timestamp), runbook, now)) {
+      summary.stuckRuns++;
+      deps.log('run stuck', { runId: run.runId, status: run.status, lastEventAt: last.timestamp });
+    }
   }
 
   /**
@@ -224,6 +242,7 @@ export function makeReconcile(deps: ReconcilerDeps) {
     for (const record of await runs.activeRuns(new Date(now.getTime() - QUIET_MS))) {
       if (Date.parse(record.run.updatedAt) > now.getTime() - QUIET_MS) continue;
       const { runId } = record.run;
+      await countIfStuck(record, now, summary);
       // Only a restart stores its execution; the first one is named for the run.
       await checkRun(runId, record.executionArn ?? deps.interpreter.executionArnOf(runId), now, summary);
     }

@@ -5,6 +5,8 @@ export interface ReceivedCommand {
   readonly body: string;
   /** What `delete` and `release` need to address this delivery. */
   readonly handle: string;
+  /** The sender's trace header, so the worker's spans continue the dispatcher's trace. */
+  readonly traceHeader?: string;
 }
 
 /**

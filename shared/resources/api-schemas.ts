@@ -8,6 +8,7 @@ import { createExportBodySchema, exportPathSchema } from '../app/exports.js';
 import { replayBodySchema } from '../app/replay.js';
 import { listWorkersQuerySchema, workerPathSchema } from '../app/workers.js';
 import { decisionBodySchema } from '../domain/approvals.js';
+import { RUN_STATUSES, WORKER_STATUSES } from '../domain/statuses.js';
 import {
   approvalSchema,
   runbookVersionSchema,
@@ -171,6 +172,25 @@ export const drainSchema = z.looseObject({
   seenWithinSeconds: z.number(),
 });
 
+/** A count for every key, each a property of its own so the document lists them. */
+const countsOf = <K extends string>(keys: readonly K[]) =>
+  z.strictObject(Object.fromEntries(keys.map((key) => [key, z.number().int()])) as Record<K, z.ZodNumber>);
+
+/** The dashboard's figures for the caller's tenant (`DashboardMetrics`); the fleet only for the platform tenant. */
+export const dashboardMetricsSchema = z.looseObject({
+  tenantId: z.string(),
+  at: z.string(),
+  runs: z.looseObject({
+    byStatus: countsOf(RUN_STATUSES),
+    counted: z.number().int(),
+    complete: z.boolean(),
+  }),
+  approvals: z.looseObject({ waiting: z.number().int(), oldestWaitingSeconds: z.number().int().nullable() }),
+  failures: z.looseObject({ lastHour: z.number().int() }),
+  queues: z.record(z.string(), z.number().int()).optional(),
+  workers: countsOf(WORKER_STATUSES).optional(),
+});
+
 /** What one reconciler sweep did (`ReconcileSummary`). */
 export const reconcileSummarySchema = z.looseObject({
   deadWorkers: z.number().int(),
@@ -181,6 +201,7 @@ export const reconcileSummarySchema = z.looseObject({
   statesFixed: z.number().int(),
   approvalsEscalated: z.number().int(),
   approvalsExpired: z.number().int(),
+  stuckRuns: z.number().int(),
 });
 
 export const openApiDocumentSchema = z.looseObject({ openapi: z.string(), info: z.looseObject({}) });

@@ -35,9 +35,17 @@ export interface RouteSpec {
  * send commands). `ingest-tickets`: read the webhook signing keys and the routing document.
  * `build-evidence`: write bundles to the evidence bucket and sign manifests with the evidence key.
  * `read-evidence`: read objects (artifacts, exports) from the evidence bucket.
+ * `read-queue-depths`: read the attributes (approximate depth) of the profile step queues.
  */
 export type RouteAccess =
-  'start-runs' | 'resume-runs' | 'check-health' | 'reconcile' | 'ingest-tickets' | 'build-evidence' | 'read-evidence';
+  | 'start-runs'
+  | 'resume-runs'
+  | 'check-health'
+  | 'reconcile'
+  | 'ingest-tickets'
+  | 'build-evidence'
+  | 'read-evidence'
+  | 'read-queue-depths';
 
 const ANY_ROLE: readonly Role[] = ['viewer', 'operator', 'approver', 'admin'];
 const OPERATE: readonly Role[] = ['operator', 'admin'];
@@ -367,6 +375,19 @@ export const ROUTES: readonly RouteSpec[] = [
       summary: 'Drain a worker: it finishes its step, deregisters and exits',
       params: api.workerPathSchema,
       response: { status: 202, schema: api.drainSchema },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/dashboard/metrics',
+    handler: 'dashboard-metrics',
+    authorized: true,
+    roles: ANY_ROLE,
+    access: ['read-queue-depths'],
+    schemas: {
+      summary:
+        "The tenant's runs by status, waiting approvals and their age, failures in the last hour; queue depth and workers for the platform tenant",
+      response: { status: 200, schema: api.dashboardMetricsSchema },
     },
   },
   {

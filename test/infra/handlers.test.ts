@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 /** Modules under functions/ that are shared by handlers, not handlers themselves. */
-const NOT_HANDLERS = new Set(['functions/http.ts', 'functions/dependencies.ts', 'functions/workflow/task-input.ts']);
+const NOT_HANDLERS = new Set([
+  'functions/http.ts',
+  'functions/dependencies.ts',
+  'functions/observability.ts',
+  'functions/workflow/task-input.ts',
+]);
 
 function handlerModules(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -43,5 +48,12 @@ describe('the deployed handlers', () => {
     expect(typeof loaded.handler).toBe('function');
     expect(String(loaded.handler)).not.toMatch(/not implemented/i);
     expect(readFileSync(join(ROOT, module), 'utf8')).not.toMatch(/not implemented/i);
+  });
+
+  it.each(modules)('%s is wrapped by the shared observability middleware', async (module) => {
+    Object.assign(process.env, ENV);
+    const loaded = (await import(join(ROOT, module))) as { handler?: unknown };
+    const { isObserved } = await import('../../functions/observability.js');
+    expect(isObserved(loaded.handler)).toBe(true);
   });
 });

@@ -108,7 +108,8 @@ describe('the stateless stack', () => {
         Cpu: String(settings.container.cpu),
         Memory: String(settings.container.memoryMiB),
         RuntimePlatform: { CpuArchitecture: 'ARM64', OperatingSystemFamily: 'LINUX' },
-        ContainerDefinitions: [
+        // The worker, beside its X-Ray daemon sidecar.
+        ContainerDefinitions: Match.arrayWith([
           Match.objectLike({
             User: '1000:1000',
             ReadonlyRootFilesystem: settings.container.readOnlyRootFilesystem,
@@ -116,7 +117,7 @@ describe('the stateless stack', () => {
             LinuxParameters: Match.objectLike({ Capabilities: { Drop: ['ALL'] }, InitProcessEnabled: true }),
             Environment: Match.arrayWith([{ Name: 'CAPSTAN_SANDBOX_PROFILE', Value: profile }]),
           }),
-        ],
+        ]),
       });
     }
   });

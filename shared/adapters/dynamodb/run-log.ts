@@ -7,6 +7,7 @@ import { ConflictError, StaleWriteError } from '../../domain/errors.js';
 import { chainEvents, EMPTY_CHAIN, type RunEvent, runEventSchema } from '../../domain/events.js';
 import { TicketBusyError } from '../../domain/intake/ticket.js';
 import { runStateMachine } from '../../domain/statuses.js';
+import { recordRunCommit } from '../../observability/run-metrics.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { idempotencyKey, indexes, META, runKey, runsListKey } from './keys.js';
 import { queryPages } from './paginate.js';
@@ -38,13 +39,22 @@ function recordOf(item: Record<string, unknown>): RunRecord {
   return record;
 }
 
+/** The run log's tables, and the deployment environment its metrics are published under. */
+export interface RunLogTables {
+  readonly state: string;
+  readonly events: string;
+  /** @default 'none' */
+  readonly environment?: string;
+}
+
 /**
  * Runs and their event log. Every change to a run appends its events in the same transaction,
  * guarded by the run's revision, so the log has no gap, no duplicate seq and no event without its
  * state (or state without its event).
  */
-export function makeRunLog(client: DynamoDBDocumentClient, tables: { state: string; events: string }): RunLog {
+export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables): RunLog {
   const { state, events: eventsTable } = tables;
+  const environment = tables.environment ?? 'none';
 
   async function load(runId: string): Promise<RunRecord | undefined> {
     const { Item } = await client.send(
@@ -114,6 +124,7 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: { state: stri
           await client.send(new TransactWriteCommand({ TransactItems: items }));
           const committed: RunRecord = { run, head, rollbackRequested, executionArn };
           revisions.set(committed, next);
+          recordRunCommit(record.run, run, change.writes ?? [], environment);
           return { record: committed, events: chained };
         } catch (error) {
           const codes = cancellationCodes(error);
@@ -175,6 +186,7 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: { state: stri
       for (let attempt = 0; ; attempt++) {
         try {
           await client.send(new TransactWriteCommand({ TransactItems: items }));
+          recordRunCommit(undefined, run, [], environment);
           return { created: true };
         } catch (error) {
           const codes = cancellationCodes(error);

@@ -11,6 +11,7 @@ import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
 import { MAX_BATCH_BYTES, MAX_COMMAND_BYTES, nodeQueueName, stepQueueName } from '../../resources/queues.js';
 import { TransientQueueError } from '../../app/dispatch-errors.js';
 import { queueSafeJson } from './message-body.js';
+import { traceAttributes } from './trace-attributes.js';
 
 /** Resolves a queue's URL once per process. */
 export function makeQueueUrls(client: SQSClient) {
@@ -90,7 +91,7 @@ export function makeSqsCommandQueue(
       const { Failed = [] } = await client.send(
         new SendMessageBatchCommand({
           QueueUrl,
-          Entries: batch.map((entry, j) => ({ Id: String(j), MessageBody: entry.body })),
+          Entries: batch.map((entry, j) => ({ Id: String(j), MessageBody: entry.body, ...traceAttributes() })),
         }),
       );
       const rejected: RejectedCommand[] = [];

@@ -5,6 +5,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { CommandSource } from '../../app/worker-ports.js';
+import { TRACE_ATTRIBUTE, traceHeaderOf } from './trace-attributes.js';
 
 export interface SqsCommandSourceOptions {
   /** Long-poll wait of one receive. @default 5 */
@@ -24,13 +25,21 @@ export function makeSqsCommandSource(
           QueueUrl: queueUrl,
           MaxNumberOfMessages: 1,
           WaitTimeSeconds: options.waitSeconds ?? 5,
+          MessageAttributeNames: [TRACE_ATTRIBUTE],
         }),
       );
-      return Messages.flatMap((m) =>
-        m.ReceiptHandle === undefined
-          ? []
-          : [{ id: m.MessageId ?? '?', body: m.Body ?? 'null', handle: m.ReceiptHandle }],
-      );
+      return Messages.flatMap((m) => {
+        if (m.ReceiptHandle === undefined) return [];
+        const traceHeader = traceHeaderOf(m);
+        return [
+          {
+            id: m.MessageId ?? '?',
+            body: m.Body ?? 'null',
+            handle: m.ReceiptHandle,
+            ...(traceHeader !== undefined && { traceHeader }),
+          },
+        ];
+      });
     },
 
     async delete(command) {

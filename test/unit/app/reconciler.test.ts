@@ -178,4 +178,12 @@ describe('the reconciler', () => {
     await reconcile();
     expect(restarted).toEqual([cmd.runId]);
   });
+
+  it('counts a running run as stuck only once its log is silent for longer than its longest step timeout', async () => {
+    await dispatched();
+    clock.advance(4 * 60_000);
+    expect((await reconcile()).stuckRuns).toBe(0);
+    clock.advance(2 * 60_000);
+    expect((await reconcile()).stuckRuns).toBe(1);
+  });
 });
