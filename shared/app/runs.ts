@@ -255,7 +255,13 @@ export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'> & { approval
     ]);
     const steps = stepViews(runbook, record.run, executions);
     const error = runErrorView(record.run, steps);
-    const waitingFor = waitingForView(record.run, approvals);
+    const waitsOnRuns = record.run.status === 'queued' && !record.run.admission ? (record.run.dependsOn ?? []) : [];
+    const dependencies = new Map(
+      await Promise.all(
+        waitsOnRuns.map(async (id) => [id, (await deps.runs.load(id))?.run.status ?? 'unknown'] as const),
+      ),
+    );
+    const waitingFor = waitingForView(record.run, approvals, dependencies);
     return {
       ...record.run,
       ...(error && { error }),
