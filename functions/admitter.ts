@@ -1,14 +1,15 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { admission } from './dependencies.js';
+import { admission, incidents } from './dependencies.js';
 
 const logger = new Logger({ serviceName: 'capstan-admitter' });
 const admit = admission();
+const incident = incidents();
 const ENDINGS = new Set(['run.succeeded', 'run.failed', 'run.cancelled']);
 
 /**
- * The backlog admitter. On the event log's stream it acts when a run ends (freed capacity, and
- * runs waiting on it); on its schedule it admits whatever time made eligible (windows, throttles,
+ * The backlog admitter. On the event log's stream it acts when a run ends (incidents, the
+ * runbook's breaker, freed capacity, and runs waiting on it); on its schedule it admits whatever time made eligible (windows, throttles,
  * breaker cooldowns).
  */
 export const handler = async (event: Partial<DynamoDBStreamEvent> | undefined): Promise<{ admitted: number }> => {
@@ -20,6 +21,8 @@ export const handler = async (event: Partial<DynamoDBStreamEvent> | undefined): 
     const tenantId = image?.tenantId?.S;
     if (record.eventName !== 'INSERT' || !type || !ENDINGS.has(type) || !runId || !tenantId) continue;
     try {
+      // A run that failed for good on a runbook that escalates raises its incident first.
+      if (type === 'run.failed') await incident.onRunFailed(runId);
       await admit.onRunEnded(runId, tenantId);
     } catch (error) {
       // The schedule's pass picks up what this one missed; the stream moves on.

@@ -36,6 +36,9 @@ import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { makeControlLog } from '../shared/app/admission-controls.js';
 import { makeDynamoAdmissionStore } from '../shared/adapters/dynamodb/admission-store.js';
 import { makeAdmission } from '../shared/app/admission.js';
+import { makeIncidents } from '../shared/app/incidents.js';
+import { makeIncidentAlerts } from '../shared/adapters/incident-alerts.js';
+import { BREAKER_DEFAULTS, type BreakerState, breakerGauge } from '../shared/domain/admission/breaker.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
@@ -54,22 +57,56 @@ const approvals = () => makeApprovalStore(documentClient, config().CAPSTAN_STATE
 
 const admissionMetrics = new Metrics({ namespace: 'Capstan', serviceName: 'capstan-admission' });
 
+/** Counts one run refused by a limit (`quota_exceeded_total`, dimension `limit`). */
+const countRefusal = (limit: string) => {
+  admissionMetrics.addDimensions({ limit });
+  admissionMetrics.addMetric('quota_exceeded_total', MetricUnit.Count, 1);
+  admissionMetrics.publishStoredMetrics();
+};
+
+/** Records a breaker's state (`circuit_breaker_state`: 0 closed, 1 half-open, 2 open, dimension `runbook`). */
+const recordBreakerState = (runbookId: string, state: BreakerState['state']) => {
+  admissionMetrics.addDimensions({ runbook: runbookId });
+  admissionMetrics.addMetric('circuit_breaker_state', MetricUnit.Count, breakerGauge(state));
+  admissionMetrics.publishStoredMetrics();
+};
+
 /** The admission store, built once per process. */
 export const admissionStore = () => makeDynamoAdmissionStore(documentClient, config().CAPSTAN_STATE_TABLE);
 
+/** Incidents: raised on failed runs of escalating runbooks and on breaker openings, told to the notify webhook. */
+export const incidents = () => {
+  const logger = new Logger({ serviceName: 'capstan-incidents' });
+  return makeIncidents({
+    runs: runs(),
+    runbooks: runbookDeps.runbooks,
+    clock: systemClock,
+    alerts: makeIncidentAlerts({
+      eventBridge: eventBridgeClient(),
+      busName: config().CAPSTAN_EVENT_BUS,
+      webhookUrl: config().CAPSTAN_NOTIFY_WEBHOOK_URL,
+      linkBase: config().CAPSTAN_LINK_BASE_URL,
+      log: (message, fields) => logger.warn(message, fields),
+    }),
+  });
+};
+
 /** Admission wired to AWS: quotas, limits, breakers and dependencies in the state table. */
-export const admission = () =>
-  makeAdmission({
+export const admission = () => {
+  const raise = incidents();
+  return makeAdmission({
     runs: runs(),
     admission: admissionStore(),
     starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
     clock: systemClock,
-    refused: (limit) => {
-      admissionMetrics.addDimensions({ limit });
-      admissionMetrics.addMetric('quota_exceeded_total', MetricUnit.Count, 1);
-      admissionMetrics.publishStoredMetrics();
+    refused: countRefusal,
+    breaker: { ...BREAKER_DEFAULTS, cooldownMs: config().CAPSTAN_BREAKER_COOLDOWN_SECONDS * 1000 },
+    breakerChanged: async ({ runbookId, state, runId }) => {
+      recordBreakerState(runbookId, state);
+      if (state === 'open') await raise.raise(runId, { kind: 'breaker_opened', runbookId });
     },
   });
+};
 
 /** For the quota, limit and breaker routes. */
 export const controlDeps = () => ({ admission: admissionStore(), clock: systemClock });

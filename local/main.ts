@@ -26,6 +26,10 @@ async function main(): Promise<void> {
     fresh: process.argv.includes('--fresh'),
     workers: parseWorkerCounts(process.env.CAPSTAN_WORKERS, 1),
     reconcileIntervalMs: positiveNumber('CAPSTAN_RECONCILE_SECONDS', 60) * 1000,
+    // Alerts go to the demo service's `/hooks/notify` unless the developer names another receiver.
+    ...(process.env.CAPSTAN_NOTIFY_WEBHOOK_URL && {
+      env: { CAPSTAN_NOTIFY_WEBHOOK_URL: process.env.CAPSTAN_NOTIFY_WEBHOOK_URL },
+    }),
     log,
   });
   // Whatever ends this process, DynamoDB Local and the workers must not outlive it.

@@ -171,6 +171,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       CAPSTAN_JWT_ISSUER: `${restUrl}/`,
       CAPSTAN_JWKS_URL: `${restUrl}/.well-known/jwks.json`,
       CAPSTAN_LINK_BASE_URL: restUrl,
+      // Approval and incident alerts go to the demo service's chat webhook unless told otherwise.
+      CAPSTAN_NOTIFY_WEBHOOK_URL: `http://127.0.0.1:${port + 8}/hooks/notify`,
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',

@@ -7,7 +7,14 @@ import { dependencyVerdict, findCycle } from '../domain/admission/dependencies.j
 import { triggerSource } from '../domain/admission/limits.js';
 import { type AdmissionPlan, type LimitName, planAdmission, refusedBy } from '../domain/admission/plan.js';
 
-import { breakerStateSchema, closedBreaker, recordOutcome } from '../domain/admission/breaker.js';
+import {
+  BREAKER_DEFAULTS,
+  type BreakerSettings,
+  type BreakerState,
+  breakerStateSchema,
+  closedBreaker,
+  recordOutcome,
+} from '../domain/admission/breaker.js';
 import { breakerCell, bucketCell, controlLogEntry, readControls } from './admission-controls.js';
 import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterCell } from './ports/admission.js';
 import type { RunStore } from './ports/runs.js';
@@ -22,7 +29,17 @@ export interface AdmissionDeps {
   /** Counts a refusal (`quota_exceeded_total`). */
   readonly refused?: (limit: LimitName, tenantId: string) => void;
   /** A breaker opened, half-opened or closed (`circuit_breaker_state`, incidents). */
-  readonly breakerChanged?: (tenantId: string, runbookId: string, state: 'closed' | 'open' | 'half_open') => void;
+  readonly breakerChanged?: (change: BreakerChanged) => Promise<void> | void;
+  /** Threshold, window and cooldown of every breaker; seed 004's defaults when absent. */
+  readonly breaker?: BreakerSettings;
+}
+
+/** A breaker's transition, with the run whose outcome (or admission, for half-open) moved it. */
+export interface BreakerChanged {
+  readonly tenantId: string;
+  readonly runbookId: string;
+  readonly state: BreakerState['state'];
+  readonly runId: string;
 }
 
 /** What admission did with a run. */
@@ -141,6 +158,14 @@ export function makeAdmission(deps: AdmissionDeps) {
           ],
           writes: [
             ...writes,
+            ...(plan.probe
+              ? [
+                  controlLogEntry(run.tenantId, iso, 'breaker.half_opened', 'capstan', {
+                    runbookId: run.runbookId,
+                    runId: run.runId,
+                  }),
+                ]
+              : []),
             ...(record.run.status === 'throttled'
               ? [
                   {
@@ -155,6 +180,7 @@ export function makeAdmission(deps: AdmissionDeps) {
         };
       });
       if (!committed) return { outcome: 'unchanged' };
+      if (plan.probe) await tellBreaker(run.tenantId, run.runbookId, 'half_open', run.runId);
       await start(committed.record.run);
       return { outcome: 'started' };
     } catch (error) {
@@ -285,13 +311,20 @@ export function makeAdmission(deps: AdmissionDeps) {
     return admitted;
   }
 
-  /** Counts an ended run in its runbook's breaker; an opening is logged as a control change. */
-  async function countOutcome(runbookId: string, tenantId: string, succeeded: boolean): Promise<void> {
+  /** Tells whoever listens (metrics, incidents) of a transition; a listener's failure does not undo it. */
+  async function tellBreaker(tenantId: string, runbookId: string, state: BreakerState['state'], runId: string) {
+    await deps.breakerChanged?.({ tenantId, runbookId, state, runId });
+  }
+
+  /** Counts an ended run in its runbook's breaker; a transition is logged as a control change. */
+  async function countOutcome(runbookId: string, tenantId: string, succeeded: boolean, runId: string): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const now = deps.clock.now();
       const [cell] = await deps.admission.cells(tenantId, breakerCell(runbookId));
       const was = cell ? breakerStateSchema.parse(cell.value) : undefined;
-      const { next, change } = recordOutcome(was ?? closedBreaker(runbookId, now), succeeded, now);
+      const settings = deps.breaker ?? BREAKER_DEFAULTS;
+      const { next, change } = recordOutcome(was ?? closedBreaker(runbookId, now), succeeded, now, settings, runId);
+      if (!change && was && next === was) return;
       try {
         await deps.admission.commit([
           {
@@ -302,10 +335,10 @@ export function makeAdmission(deps: AdmissionDeps) {
             expect: was ? { field: 'updatedAt', equals: was.updatedAt } : 'absent',
           },
           ...(change
-            ? [controlLogEntry(tenantId, now.toISOString(), `breaker.${change}`, 'capstan', { runbookId })]
+            ? [controlLogEntry(tenantId, now.toISOString(), `breaker.${change}`, 'capstan', { runbookId, runId })]
             : []),
         ]);
-        if (change) deps.breakerChanged?.(tenantId, runbookId, next.state);
+        if (change) await tellBreaker(tenantId, runbookId, next.state, runId);
         return;
       } catch (error) {
         if (!(error instanceof StaleWriteError)) throw error;
@@ -317,7 +350,7 @@ export function makeAdmission(deps: AdmissionDeps) {
   async function onRunEnded(runId: string, tenantId: string): Promise<void> {
     const ended = await deps.runs.load(runId);
     if (ended && ended.run.status !== 'cancelled' && ended.run.error?.code !== 'DEPENDENCY_FAILED')
-      await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded');
+      await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded', runId);
     const waiters = await deps.admission.cells(tenantId, waiterCell(runId, ''));
     for (const waiter of waiters) await settleDependencies(String(waiter.value.runId));
     await admitBacklog(tenantId);

@@ -6,6 +6,7 @@ export const EVENT_TYPES = [
   'run.throttled',
   'run.admitted',
   'run.incident',
+  'run.incident_acknowledged',
   'run.started',
   'run.paused',
   'run.resumed',
