@@ -21,8 +21,12 @@ export const handler = async (event: Partial<DynamoDBStreamEvent> | undefined): 
     const tenantId = image?.tenantId?.S;
     if (record.eventName !== 'INSERT' || !type || !ENDINGS.has(type) || !runId || !tenantId) continue;
     try {
-      // A run that failed for good on a runbook that escalates raises its incident first.
+      // A run that failed for good on a runbook that escalates raises its incident.
       if (type === 'run.failed') await incident.onRunFailed(runId);
+    } catch (error) {
+      logger.error('raising an incident failed', { runId, error: (error as Error).message });
+    }
+    try {
       await admit.onRunEnded(runId, tenantId);
     } catch (error) {
       // The schedule's pass picks up what this one missed; the stream moves on.

@@ -7,15 +7,11 @@ import { dependencyVerdict, findCycle } from '../domain/admission/dependencies.j
 import { triggerSource } from '../domain/admission/limits.js';
 import { type AdmissionPlan, type LimitName, planAdmission, refusedBy } from '../domain/admission/plan.js';
 
-import {
-  BREAKER_DEFAULTS,
-  type BreakerSettings,
-  type BreakerState,
-  breakerStateSchema,
-  closedBreaker,
-  recordOutcome,
-} from '../domain/admission/breaker.js';
+import type { BreakerSettings } from '../domain/admission/breaker.js';
+import { type BreakerChanged, makeBreakers } from './breakers.js';
 import { breakerCell, bucketCell, controlLogEntry, readControls } from './admission-controls.js';
+
+export type { BreakerChanged };
 import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterCell } from './ports/admission.js';
 import type { RunStore } from './ports/runs.js';
 import type { Clock } from './ports.js';
@@ -32,14 +28,6 @@ export interface AdmissionDeps {
   readonly breakerChanged?: (change: BreakerChanged) => Promise<void> | void;
   /** Threshold, window and cooldown of every breaker; seed 004's defaults when absent. */
   readonly breaker?: BreakerSettings;
-}
-
-/** A breaker's transition, with the run whose outcome (or admission, for half-open) moved it. */
-export interface BreakerChanged {
-  readonly tenantId: string;
-  readonly runbookId: string;
-  readonly state: BreakerState['state'];
-  readonly runId: string;
 }
 
 /** What admission did with a run. */
@@ -80,6 +68,13 @@ function takes(run: Run, plan: Extract<AdmissionPlan, { admit: true }>): Admissi
 }
 
 export function makeAdmission(deps: AdmissionDeps) {
+  const { tellBreaker, countOutcome, withdrawProbe } = makeBreakers({
+    admission: deps.admission,
+    clock: deps.clock,
+    ...(deps.breaker && { settings: deps.breaker }),
+    ...(deps.breakerChanged && { changed: deps.breakerChanged }),
+  });
+
   /** Starts the run's interpreter; the execution is named for the run, so its ARN is derived, not stored. */
   async function start(run: Run): Promise<void> {
     await deps.starter.start(run);
@@ -311,45 +306,11 @@ export function makeAdmission(deps: AdmissionDeps) {
     return admitted;
   }
 
-  /** Tells whoever listens (metrics, incidents) of a transition; a listener's failure does not undo it. */
-  async function tellBreaker(tenantId: string, runbookId: string, state: BreakerState['state'], runId: string) {
-    await deps.breakerChanged?.({ tenantId, runbookId, state, runId });
-  }
-
-  /** Counts an ended run in its runbook's breaker; a transition is logged as a control change. */
-  async function countOutcome(runbookId: string, tenantId: string, succeeded: boolean, runId: string): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const now = deps.clock.now();
-      const [cell] = await deps.admission.cells(tenantId, breakerCell(runbookId));
-      const was = cell ? breakerStateSchema.parse(cell.value) : undefined;
-      const settings = deps.breaker ?? BREAKER_DEFAULTS;
-      const { next, change } = recordOutcome(was ?? closedBreaker(runbookId, now), succeeded, now, settings, runId);
-      if (!change && was && next === was) return;
-      try {
-        await deps.admission.commit([
-          {
-            kind: 'putCell',
-            tenantId,
-            name: breakerCell(runbookId),
-            value: asJson(next),
-            expect: was ? { field: 'updatedAt', equals: was.updatedAt } : 'absent',
-          },
-          ...(change
-            ? [controlLogEntry(tenantId, now.toISOString(), `breaker.${change}`, 'capstan', { runbookId, runId })]
-            : []),
-        ]);
-        if (change) await tellBreaker(tenantId, runbookId, next.state, runId);
-        return;
-      } catch (error) {
-        if (!(error instanceof StaleWriteError)) throw error;
-      }
-    }
-  }
-
   /** A run ended: its breaker counts it, its dependents may go, and its freed capacity goes to the backlog. */
   async function onRunEnded(runId: string, tenantId: string): Promise<void> {
     const ended = await deps.runs.load(runId);
-    if (ended && ended.run.status !== 'cancelled' && ended.run.error?.code !== 'DEPENDENCY_FAILED')
+    if (ended?.run.status === 'cancelled') await withdrawProbe(ended.run.runbookId, tenantId, runId);
+    else if (ended && ended.run.error?.code !== 'DEPENDENCY_FAILED')
       await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded', runId);
     const waiters = await deps.admission.cells(tenantId, waiterCell(runId, ''));
     for (const waiter of waiters) await settleDependencies(String(waiter.value.runId));

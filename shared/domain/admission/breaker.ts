@@ -71,6 +71,18 @@ export function recordOutcome(
   return { next: { ...breaker, outcomes, updatedAt: iso }, change: undefined };
 }
 
+/** A half-open breaker whose probe was cancelled goes back to open, due at once, so the next run probes. */
+export function probeWithdrawn(breaker: BreakerState, runId: string, now: Date): BreakerState | undefined {
+  if (breaker.state !== 'half_open' || breaker.probeRunId !== runId) return undefined;
+  return {
+    ...breaker,
+    state: 'open',
+    openUntil: now.toISOString(),
+    probeRunId: undefined,
+    updatedAt: now.toISOString(),
+  };
+}
+
 /** An open breaker whose cooldown passed lets one run through: it becomes half-open. */
 export function admitThrough(breaker: BreakerState, runId: string, now: Date): BreakerState | undefined {
   if (breaker.state === 'open' && breaker.openUntil <= now.toISOString())

@@ -3,6 +3,7 @@ import {
   admitThrough,
   BREAKER_DEFAULTS,
   closedBreaker,
+  probeWithdrawn,
   recordOutcome,
 } from '../../../../shared/domain/admission/breaker.js';
 import { dependencyVerdict, findCycle } from '../../../../shared/domain/admission/dependencies.js';
@@ -128,6 +129,21 @@ describe('circuit breakers', () => {
     expect(failed.change).toBe('opened');
     expect(failed.next.probeRunId).toBeUndefined();
     expect(recordOutcome(half, true, later, BREAKER_DEFAULTS, 'run-probe').next.state).toBe('closed');
+  });
+
+  it('lets the next run probe when the probe is cancelled', () => {
+    const later = new Date(now.getTime() + 61_000);
+    const half = admitThrough(
+      { ...closedBreaker('rb', now), state: 'open', openUntil: now.toISOString() },
+      'run-p',
+      later,
+    );
+    if (!half) throw new Error('expected a half-open breaker');
+    expect(probeWithdrawn(half, 'run-other', later)).toBeUndefined();
+    const open = probeWithdrawn(half, 'run-p', later);
+    expect(open).toMatchObject({ state: 'open', openUntil: later.toISOString() });
+    if (!open) return;
+    expect(admitThrough(open, 'run-next', later)?.probeRunId).toBe('run-next');
   });
 
   it('keeps a breaker open for the configured cooldown', () => {
