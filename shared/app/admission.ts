@@ -9,6 +9,7 @@ import { type AdmissionPlan, type LimitName, planAdmission, refusedBy } from '..
 
 import type { BreakerSettings } from '../domain/admission/breaker.js';
 import { type BreakerChanged, makeBreakers } from './breakers.js';
+import { makeTicketQueue } from './ticket-queue.js';
 import { breakerCell, bucketCell, controlLogEntry, readControls } from './admission-controls.js';
 
 export type { BreakerChanged };
@@ -68,6 +69,7 @@ function takes(run: Run, plan: Extract<AdmissionPlan, { admit: true }>): Admissi
 }
 
 export function makeAdmission(deps: AdmissionDeps) {
+  const tickets = makeTicketQueue(deps);
   const { tellBreaker, countOutcome, withdrawProbe } = makeBreakers({
     admission: deps.admission,
     clock: deps.clock,
@@ -204,29 +206,34 @@ export function makeAdmission(deps: AdmissionDeps) {
   }
 
   /**
-   * After a run is stored: a run with dependencies waits for them (or fails at once when one
-   * failed); any other is admitted or held.
+   * After a run is stored: a run queued behind its ticket's active run, or with dependencies,
+   * waits for them (or fails at once when a dependency failed); any other is admitted or held.
    */
   async function afterCreate(run: Run): Promise<Admitted> {
-    if (run.dependsOn && run.dependsOn.length > 0) {
+    const dependsOn = run.dependsOn ?? [];
+    if (run.queuedBehind === undefined && dependsOn.length === 0) return (await admit(run)).outcome;
+    if (run.queuedBehind !== undefined) await tickets.waitBehind(run, run.queuedBehind);
+    if (dependsOn.length > 0)
       await deps.admission.commit(
-        run.dependsOn.map((d) => ({
+        dependsOn.map((d) => ({
           kind: 'putCell',
           tenantId: run.tenantId,
           name: waiterCell(d, run.runId),
           value: { runId: run.runId },
         })),
       );
-      return settleDependencies(run.runId);
-    }
-    return (await admit(run)).outcome;
+    return settleDependencies(run.runId);
   }
 
-  /** Looks at a waiting run's dependencies: admits it, fails it, or leaves it waiting. */
+  /**
+   * Looks at a waiting run: one queued behind its ticket's active run takes the ticket once that
+   * run ended; then its dependencies admit it, fail it, or leave it waiting.
+   */
   async function settleDependencies(runId: string): Promise<Admitted> {
     const record = await deps.runs.load(runId);
     if (!record || record.run.status !== 'queued' || record.run.admission) return 'unchanged';
-    const { run } = record;
+    if ((await tickets.takeTicket(record.run)) === 'waiting') return 'waiting';
+    const run = record.run.queuedBehind === undefined ? record.run : ((await deps.runs.load(runId))?.run ?? record.run);
     const statuses = new Map<string, string>();
     for (const id of run.dependsOn ?? []) statuses.set(id, (await deps.runs.load(id))?.run.status ?? 'failed');
     const verdict = dependencyVerdict(statuses);

@@ -51,6 +51,7 @@ export type WaitingFor =
       readonly resume: string;
     }
   | { readonly kind: 'throttle'; readonly nextEligibleAt?: string }
+  | { readonly kind: 'ticket'; readonly ticketId: string; readonly behind: string }
   | {
       readonly kind: 'dependencies';
       /** Every run it depends on, and those of them that have not succeeded yet. */
@@ -114,6 +115,8 @@ export function waitingForView(
   }
   if (run.status === 'throttled')
     return { kind: 'throttle', ...(run.nextEligibleAt !== undefined && { nextEligibleAt: run.nextEligibleAt }) };
+  if (run.status === 'queued' && !run.admission && run.queuedBehind !== undefined && run.ticket)
+    return { kind: 'ticket', ticketId: run.ticket.id, behind: run.queuedBehind };
   if (run.status === 'queued' && !run.admission && run.dependsOn && run.dependsOn.length > 0)
     return {
       kind: 'dependencies',

@@ -5,6 +5,7 @@ export const EVENT_TYPES = [
   'run.created',
   'run.throttled',
   'run.admitted',
+  'run.ticket_claimed',
   'run.incident',
   'run.incident_acknowledged',
   'run.started',

@@ -117,6 +117,11 @@ describe('what a queued run waits for', () => {
     });
   });
 
+  it('names the run of the same ticket it is queued behind', () => {
+    const queued = run({ status: 'queued', ticket: { id: 'INC-1', source: 'jira' }, queuedBehind: 'run-a' });
+    expect(waitingForView(queued, [])).toEqual({ kind: 'ticket', ticketId: 'INC-1', behind: 'run-a' });
+  });
+
   it('names nothing once admission let the run go', () => {
     const admitted = run({
       status: 'queued',
