@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { CapstanError, ValidationError } from '../shared/domain/errors.js';
+import { registerAdmissionCommands } from './commands/admission.js';
 import { registerEvidenceCommands } from './commands/evidence.js';
 import { registerInventoryCommands } from './commands/inventory.js';
 import { registerOperationCommands } from './commands/operations.js';
@@ -35,6 +36,7 @@ export function buildProgram(environment: Environment): Command {
   registerInventoryCommands(program, contextFor);
   registerStatusCommand(program, contextFor);
   registerEvidenceCommands(program, contextFor);
+  registerAdmissionCommands(program, contextFor);
   // Subcommands report usage errors through the program's exit override too.
   const inherit = (command: Command) => {
     for (const sub of command.commands) {

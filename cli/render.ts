@@ -120,6 +120,9 @@ export function runReason(run: RunDetail): string | undefined {
     }
     case 'throttled':
       return run.nextEligibleAt ? `over quota until ${run.nextEligibleAt}` : 'over quota';
+    case 'queued':
+      if (run.queuedBehind !== undefined) return `the ticket's run ${run.queuedBehind} to end`;
+      return run.dependsOn?.length && !run.admission ? `runs ${run.dependsOn.join(', ')} to succeed` : undefined;
     default:
       return undefined;
   }
@@ -146,6 +149,15 @@ export function renderRun(out: Pick<Output, 'color'>, run: RunDetail): string {
     ['Waiting for', waiting],
     ['Current step', run.currentStepId],
     ['Ticket', run.ticket ? `${run.ticket.source}:${run.ticket.id}` : undefined],
+    [
+      'Incident',
+      run.incident
+        ? `${run.incident.reason ?? 'raised'} at ${run.incident.raisedAt}` +
+          (run.incident.acknowledgedBy
+            ? `, acknowledged by ${run.incident.acknowledgedBy}`
+            : `; acknowledge: capstan incidents ack ${run.runId}`)
+        : undefined,
+    ],
     ['Priority', run.priority],
     ['Requested', `${run.requestedBy} at ${run.createdAt}`],
     ['Ended', run.endedAt],

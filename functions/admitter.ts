@@ -1,14 +1,15 @@
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { admission } from './dependencies.js';
+import { admission, incidents } from './dependencies.js';
 import { lambdaTelemetry } from './observability.js';
 
 const { logger, observe } = lambdaTelemetry('capstan-admitter');
 const admit = admission();
+const incident = incidents();
 const ENDINGS = new Set(['run.succeeded', 'run.failed', 'run.cancelled']);
 
 /**
- * The backlog admitter. On the event log's stream it acts when a run ends (freed capacity, and
- * runs waiting on it); on its schedule it admits whatever time made eligible (windows, throttles,
+ * The backlog admitter. On the event log's stream it acts when a run ends (incidents, the
+ * runbook's breaker, freed capacity, and runs waiting on it); on its schedule it admits whatever time made eligible (windows, throttles,
  * breaker cooldowns).
  */
 export const handler = observe(
@@ -20,6 +21,12 @@ export const handler = observe(
       const runId = image?.runId?.S;
       const tenantId = image?.tenantId?.S;
       if (record.eventName !== 'INSERT' || !type || !ENDINGS.has(type) || !runId || !tenantId) continue;
+      try {
+        // A run that failed for good on a runbook that escalates raises its incident.
+        if (type === 'run.failed') await incident.onRunFailed(runId);
+      } catch (error) {
+        logger.error('raising an incident failed', { runId, error: (error as Error).message });
+      }
       try {
         await admit.onRunEnded(runId, tenantId);
       } catch (error) {

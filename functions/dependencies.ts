@@ -35,12 +35,15 @@ import { makeS3EvidenceObjects } from '../shared/adapters/s3/evidence-store.js';
 import { makeBundleIndex } from '../shared/adapters/dynamodb/bundle-index.js';
 import { DEFAULT_POLICY } from '../shared/domain/policy.js';
 import { parsePolicy } from '../shared/domain/policy.js';
-import { recordMetric } from '../shared/observability/metrics.js';
+import { recordBreakerState, recordMetric } from '../shared/observability/metrics.js';
 import { makeControlLog } from '../shared/app/admission-controls.js';
 import { makeDynamoAdmissionStore } from '../shared/adapters/dynamodb/admission-store.js';
 import { makeAdmission } from '../shared/app/admission.js';
 import { makeBackpressure } from '../shared/app/backpressure.js';
 import { makeSqsQueueDepth } from '../shared/adapters/sqs/queue-depth.js';
+import { makeIncidents } from '../shared/app/incidents.js';
+import { makeIncidentAlerts } from '../shared/adapters/incident-alerts.js';
+import { BREAKER_DEFAULTS } from '../shared/domain/admission/breaker.js';
 
 /** Ports wired to AWS, built once per process and shared by the handlers. */
 export const runbookDeps = {
@@ -58,6 +61,23 @@ const runs = () =>
 
 const approvals = () => makeApprovalStore(documentClient, config().CAPSTAN_STATE_TABLE);
 
+/** Incidents: raised on failed runs of escalating runbooks and on breaker openings, told to the notify webhook. */
+export const incidents = () => {
+  const logger = new Logger({ serviceName: 'capstan-incidents' });
+  return makeIncidents({
+    runs: runs(),
+    runbooks: runbookDeps.runbooks,
+    clock: systemClock,
+    alerts: makeIncidentAlerts({
+      eventBridge: eventBridgeClient(),
+      busName: config().CAPSTAN_EVENT_BUS,
+      webhookUrl: config().CAPSTAN_NOTIFY_WEBHOOK_URL,
+      linkBase: config().CAPSTAN_LINK_BASE_URL,
+      log: (message, fields) => logger.warn(message, fields),
+    }),
+  });
+};
+
 /** The admission store, built once per process. */
 export const admissionStore = () => makeDynamoAdmissionStore(documentClient, config().CAPSTAN_STATE_TABLE);
 
@@ -71,15 +91,22 @@ const profileBackpressure = () =>
   }));
 
 /** Admission wired to AWS: quotas, limits, breakers, dependencies in the state table, and queue backpressure. */
-export const admission = () =>
-  makeAdmission({
+export const admission = () => {
+  const raise = incidents();
+  return makeAdmission({
     backpressure: profileBackpressure(),
     runs: runs(),
     admission: admissionStore(),
     starter: makeSfnRunStarter(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
     clock: systemClock,
     refused: (limit, tenantId) => recordMetric('quotaExceeded', 1, { tenantId, limit }),
+    breaker: { ...BREAKER_DEFAULTS, cooldownMs: config().CAPSTAN_BREAKER_COOLDOWN_SECONDS * 1000 },
+    breakerChanged: async ({ runbookId, state, runId }) => {
+      recordBreakerState(runbookId, state);
+      if (state === 'open') await raise.raise(runId, { kind: 'breaker_opened', runbookId });
+    },
   });
+};
 
 /** For the quota, limit and breaker routes. */
 export const controlDeps = () => ({ admission: admissionStore(), clock: systemClock });

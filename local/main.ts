@@ -29,6 +29,10 @@ async function main(): Promise<void> {
     reconcileIntervalMs: positiveNumber('CAPSTAN_RECONCILE_SECONDS', 60) * 1000,
     // CAPSTAN_AUTOSCALE=1: the pools follow their queues within CAPSTAN_CAPACITY, as in AWS.
     ...(process.env.CAPSTAN_AUTOSCALE === '1' && { autoscale: {} }),
+    // Alerts go to the demo service's `/hooks/notify` unless the developer names another receiver.
+    ...(process.env.CAPSTAN_NOTIFY_WEBHOOK_URL && {
+      env: { CAPSTAN_NOTIFY_WEBHOOK_URL: process.env.CAPSTAN_NOTIFY_WEBHOOK_URL },
+    }),
     log,
   });
   // Whatever ends this process, DynamoDB Local and the workers must not outlive it.

@@ -188,6 +188,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       CAPSTAN_LINK_BASE_URL: restUrl,
       // Spans of the handlers and workers, one JSON line each (X-Ray's place in AWS).
       CAPSTAN_TRACE_FILE: join(options.stateDir, 'traces.jsonl'),
+      // Approval and incident alerts go to the demo service's chat webhook unless told otherwise.
+      CAPSTAN_NOTIFY_WEBHOOK_URL: `http://127.0.0.1:${port + 8}/hooks/notify`,
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',

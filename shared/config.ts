@@ -81,6 +81,8 @@ export const configSchema = z.object({
   CAPSTAN_RECONCILE_SWEEPS: z.coerce.number().int().min(1).max(3).default(3),
   CAPSTAN_WORKER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(15),
   CAPSTAN_NOTIFY_WEBHOOK_URL: z.url().optional(),
+  /** How long an open circuit breaker refuses its runbook's runs before one probe goes through. */
+  CAPSTAN_BREAKER_COOLDOWN_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** The deployment's policy document (JSON, see docs/policy.md); the built-in default when unset. */
   CAPSTAN_POLICY: z.string().optional(),
   /** The routing document for ticket intake (JSON, see docs/intake.md); no rule matches when unset. */

@@ -1,17 +1,11 @@
-import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { ApprovalAlerts } from '../app/ports.js';
 import type { Approval, Run } from '../domain/entities.js';
+import { deliverAlert, type NotifyTargets } from './notify.js';
 
-export interface ApprovalAlertOptions {
-  readonly eventBridge: EventBridgeClient;
-  /** The bus lifecycle events go out on; without one, nothing goes to EventBridge. */
-  readonly busName?: string;
-  /** A Slack-compatible incoming webhook; without one, nothing is posted. */
-  readonly webhookUrl?: string;
+export interface ApprovalAlertOptions extends NotifyTargets {
   /** Where people open a run (the API or a console); the link is `<base>/v1/runs/<id>`. */
   readonly linkBase?: string;
   readonly log: (message: string, fields: Record<string, unknown>) => void;
-  readonly timeoutMs?: number;
 }
 
 /** The message posted to the webhook: the run, the step, the proposed action, the policy's reason and a link. */
@@ -49,42 +43,13 @@ export function makeApprovalAlerts(options: ApprovalAlertOptions): ApprovalAlert
       slaDeadline: approval.slaDeadline,
       hardDeadline: approval.hardDeadline,
     };
-    const deliveries: Array<Promise<unknown>> = [];
-    if (options.busName)
-      deliveries.push(
-        options.eventBridge.send(
-          new PutEventsCommand({
-            Entries: [
-              {
-                EventBusName: options.busName,
-                Source: 'capstan',
-                DetailType: `approval.${kind}`,
-                Detail: JSON.stringify(detail),
-              },
-            ],
-          }),
-        ),
-      );
-    if (options.webhookUrl)
-      deliveries.push(
-        fetch(options.webhookUrl, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ text: alertText(kind, approval, run, options.linkBase) }),
-          signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
-        }).then((response) => {
-          if (!response.ok) throw new Error(`the webhook answered ${response.status}`);
-        }),
-      );
-    const results = await Promise.allSettled(deliveries);
-    for (const result of results)
-      if (result.status === 'rejected')
-        options.log('approval alert not delivered', {
-          kind,
-          runId: run.runId,
-          approvalId: approval.approvalId,
-          error: (result.reason as Error).message,
-        });
+    const failures = await deliverAlert(options, {
+      detailType: `approval.${kind}`,
+      detail,
+      text: alertText(kind, approval, run, options.linkBase),
+    });
+    for (const error of failures)
+      options.log('approval alert not delivered', { kind, runId: run.runId, approvalId: approval.approvalId, error });
   };
   return {
     requested: (approval, run) => send('requested', approval, run),

@@ -7,8 +7,12 @@ import { dependencyVerdict, findCycle } from '../domain/admission/dependencies.j
 import { triggerSource } from '../domain/admission/limits.js';
 import { type AdmissionPlan, type LimitName, planAdmission, refusedBy } from '../domain/admission/plan.js';
 
-import { breakerStateSchema, closedBreaker, recordOutcome } from '../domain/admission/breaker.js';
+import type { BreakerSettings } from '../domain/admission/breaker.js';
+import { type BreakerChanged, makeBreakers } from './breakers.js';
+import { makeTicketQueue } from './ticket-queue.js';
 import { breakerCell, bucketCell, controlLogEntry, readControls } from './admission-controls.js';
+
+export type { BreakerChanged };
 import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterCell } from './ports/admission.js';
 import type { RunStore } from './ports/runs.js';
 import type { Clock } from './ports.js';
@@ -23,7 +27,9 @@ export interface AdmissionDeps {
   /** Counts a refusal (`quota_exceeded_total`). */
   readonly refused?: (limit: LimitName, tenantId: string) => void;
   /** A breaker opened, half-opened or closed (`circuit_breaker_state`, incidents). */
-  readonly breakerChanged?: (tenantId: string, runbookId: string, state: 'closed' | 'open' | 'half_open') => void;
+  readonly breakerChanged?: (change: BreakerChanged) => Promise<void> | void;
+  /** Threshold, window and cooldown of every breaker; seed 004's defaults when absent. */
+  readonly breaker?: BreakerSettings;
   /** Holds new runs while their profile's queue is past its bound; no backpressure when absent. */
   readonly backpressure?: Backpressure;
 }
@@ -68,6 +74,14 @@ function takes(run: Run, plan: Extract<AdmissionPlan, { admit: true }>): Admissi
 export function makeAdmission(deps: AdmissionDeps) {
   /** The tenant whose run a backlog pass admitted last; the next pass starts after it. */
   let servedLast: string | undefined;
+  const tickets = makeTicketQueue(deps);
+  const { tellBreaker, countOutcome, withdrawProbe } = makeBreakers({
+    admission: deps.admission,
+    clock: deps.clock,
+    ...(deps.breaker && { settings: deps.breaker }),
+    ...(deps.breakerChanged && { changed: deps.breakerChanged }),
+  });
+
   /** Starts the run's interpreter; the execution is named for the run, so its ARN is derived, not stored. */
   async function start(run: Run): Promise<void> {
     await deps.starter.start(run);
@@ -158,6 +172,14 @@ export function makeAdmission(deps: AdmissionDeps) {
           ],
           writes: [
             ...writes,
+            ...(plan.probe
+              ? [
+                  controlLogEntry(run.tenantId, iso, 'breaker.half_opened', 'capstan', {
+                    runbookId: run.runbookId,
+                    runId: run.runId,
+                  }),
+                ]
+              : []),
             ...(record.run.status === 'throttled'
               ? [
                   {
@@ -172,6 +194,7 @@ export function makeAdmission(deps: AdmissionDeps) {
         };
       });
       if (!committed) return { outcome: 'unchanged' };
+      if (plan.probe) await tellBreaker(run.tenantId, run.runbookId, 'half_open', run.runId);
       await start(committed.record.run);
       if (backlog) pass?.admitted(backlog.profile);
       return { outcome: 'started' };
@@ -201,29 +224,34 @@ export function makeAdmission(deps: AdmissionDeps) {
   }
 
   /**
-   * After a run is stored: a run with dependencies waits for them (or fails at once when one
-   * failed); any other is admitted or held.
+   * After a run is stored: a run queued behind its ticket's active run, or with dependencies,
+   * waits for them (or fails at once when a dependency failed); any other is admitted or held.
    */
   async function afterCreate(run: Run): Promise<Admitted> {
-    if (run.dependsOn && run.dependsOn.length > 0) {
+    const dependsOn = run.dependsOn ?? [];
+    if (run.queuedBehind === undefined && dependsOn.length === 0) return (await admit(run)).outcome;
+    if (run.queuedBehind !== undefined) await tickets.waitBehind(run, run.queuedBehind);
+    if (dependsOn.length > 0)
       await deps.admission.commit(
-        run.dependsOn.map((d) => ({
+        dependsOn.map((d) => ({
           kind: 'putCell',
           tenantId: run.tenantId,
           name: waiterCell(d, run.runId),
           value: { runId: run.runId },
         })),
       );
-      return settleDependencies(run.runId);
-    }
-    return (await admit(run)).outcome;
+    return settleDependencies(run.runId);
   }
 
-  /** Looks at a waiting run's dependencies: admits it, fails it, or leaves it waiting. */
+  /**
+   * Looks at a waiting run: one queued behind its ticket's active run takes the ticket once that
+   * run ended; then its dependencies admit it, fail it, or leave it waiting.
+   */
   async function settleDependencies(runId: string): Promise<Admitted> {
     const record = await deps.runs.load(runId);
     if (!record || record.run.status !== 'queued' || record.run.admission) return 'unchanged';
-    const { run } = record;
+    if ((await tickets.takeTicket(record.run)) === 'waiting') return 'waiting';
+    const run = record.run.queuedBehind === undefined ? record.run : ((await deps.runs.load(runId))?.run ?? record.run);
     const statuses = new Map<string, string>();
     for (const id of run.dependsOn ?? []) statuses.set(id, (await deps.runs.load(id))?.run.status ?? 'failed');
     const verdict = dependencyVerdict(statuses);
@@ -310,34 +338,6 @@ export function makeAdmission(deps: AdmissionDeps) {
     return admitted;
   }
 
-  /** Counts an ended run in its runbook's breaker; an opening is logged as a control change. */
-  async function countOutcome(runbookId: string, tenantId: string, succeeded: boolean): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const now = deps.clock.now();
-      const [cell] = await deps.admission.cells(tenantId, breakerCell(runbookId));
-      const was = cell ? breakerStateSchema.parse(cell.value) : undefined;
-      const { next, change } = recordOutcome(was ?? closedBreaker(runbookId, now), succeeded, now);
-      try {
-        await deps.admission.commit([
-          {
-            kind: 'putCell',
-            tenantId,
-            name: breakerCell(runbookId),
-            value: asJson(next),
-            expect: was ? { field: 'updatedAt', equals: was.updatedAt } : 'absent',
-          },
-          ...(change
-            ? [controlLogEntry(tenantId, now.toISOString(), `breaker.${change}`, 'capstan', { runbookId })]
-            : []),
-        ]);
-        if (change) deps.breakerChanged?.(tenantId, runbookId, next.state);
-        return;
-      } catch (error) {
-        if (!(error instanceof StaleWriteError)) throw error;
-      }
-    }
-  }
-
   /**
    * A run ended: its breaker counts it, its dependents may go, and its freed capacity goes to the
    * backlog: its tenant's alone for a quota, but every tenant's in turn under backpressure, where
@@ -345,8 +345,9 @@ export function makeAdmission(deps: AdmissionDeps) {
    */
   async function onRunEnded(runId: string, tenantId: string): Promise<void> {
     const ended = await deps.runs.load(runId);
-    if (ended && ended.run.status !== 'cancelled' && ended.run.error?.code !== 'DEPENDENCY_FAILED')
-      await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded');
+    if (ended?.run.status === 'cancelled') await withdrawProbe(ended.run.runbookId, tenantId, runId);
+    else if (ended && ended.run.error?.code !== 'DEPENDENCY_FAILED')
+      await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded', runId);
     const waiters = await deps.admission.cells(tenantId, waiterCell(runId, ''));
     for (const waiter of waiters) await settleDependencies(String(waiter.value.runId));
     if (!deps.backpressure) return void (await admitBacklog(tenantId));

@@ -130,6 +130,7 @@ export function makeIngestTicket(deps: IntakeDeps) {
         },
         idempotencyKey: `ticket:${sha256Hex(`${ticket.source}\n${ref}`).slice(0, 48)}`,
         trigger: { type: via, source: ticket.source, ref },
+        onActive: rule.onActive,
       });
       return { outcome: run.created ? 'created' : 'duplicate', runId: run.runId, status: run.status, ruleId: rule.id };
     } catch (error) {

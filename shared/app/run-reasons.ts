@@ -64,7 +64,14 @@ export type WaitingFor =
       readonly directives: readonly ['retry', 'rollback', 'cancel'];
       readonly resume: string;
     }
-  | { readonly kind: 'throttle'; readonly nextEligibleAt?: string };
+  | { readonly kind: 'throttle'; readonly nextEligibleAt?: string }
+  | { readonly kind: 'ticket'; readonly ticketId: string; readonly behind: string }
+  | {
+      readonly kind: 'dependencies';
+      /** Every run it depends on, and those of them that have not succeeded yet. */
+      readonly dependsOn: readonly string[];
+      readonly pending: ReadonlyArray<{ readonly runId: string; readonly status: string }>;
+    };
 
 /** The error of a failed run, naming the step that failed when one did. */
 export function runErrorView(run: Run, steps: readonly StepView[]): RunErrorView | undefined {
@@ -80,7 +87,12 @@ const latestRound = (approvals: readonly Approval[]) =>
   );
 
 /** What a waiting, paused or throttled run waits for; undefined for a run that is moving or ended. */
-export function waitingForView(run: Run, approvals: readonly Approval[]): WaitingFor | undefined {
+export function waitingForView(
+  run: Run,
+  approvals: readonly Approval[],
+  /** The statuses of the runs a queued run depends on, by run id. */
+  dependencies: ReadonlyMap<string, string> = new Map(),
+): WaitingFor | undefined {
   const runPath = `/v1/runs/${run.runId}`;
   if (run.status === 'waiting_for_approval') {
     const open = latestRound(approvals.filter((a) => isOpen(a.status)));
@@ -117,5 +129,15 @@ export function waitingForView(run: Run, approvals: readonly Approval[]): Waitin
   }
   if (run.status === 'throttled')
     return { kind: 'throttle', ...(run.nextEligibleAt !== undefined && { nextEligibleAt: run.nextEligibleAt }) };
+  if (run.status === 'queued' && !run.admission && run.queuedBehind !== undefined && run.ticket)
+    return { kind: 'ticket', ticketId: run.ticket.id, behind: run.queuedBehind };
+  if (run.status === 'queued' && !run.admission && run.dependsOn && run.dependsOn.length > 0)
+    return {
+      kind: 'dependencies',
+      dependsOn: run.dependsOn,
+      pending: run.dependsOn
+        .map((runId) => ({ runId, status: dependencies.get(runId) ?? 'unknown' }))
+        .filter((d) => d.status !== 'succeeded'),
+    };
   return undefined;
 }

@@ -14,6 +14,8 @@ import {
 } from '../domain/entities.js';
 import { MAX_INPUTS_BYTES, storableJsonObject } from '../domain/storable.js';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
+import { TicketBusyError } from '../domain/intake/ticket.js';
+import { lastInLine } from './ticket-queue.js';
 import type { RunEvent } from '../domain/events.js';
 import { parseRunbookObject, resolveInputs, type Runbook } from '../domain/runbook.js';
 import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachine } from '../domain/statuses.js';
@@ -93,6 +95,8 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
     trigger?: Trigger;
     /** The run this one replays (`POST /v1/runs/{id}/replay`). */
     replayOf?: string;
+    /** When the ticket has an active run: refuse (409, the default) or queue behind it. */
+    onActive?: 'refuse' | 'queue';
   }): Promise<{ runId: string; status: RunStatus; created: boolean }> {
     const { principal, body } = input;
     if (input.idempotencyKey !== undefined) {
@@ -107,7 +111,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
     const inputs = resolveInputs(runbook, body.inputs);
     if (body.dependsOn?.length) await deps.admission?.checkDependencies(principal.tenantId, body.dependsOn);
     const now = deps.clock.now().toISOString();
-    const run: Run = {
+    let run: Run = {
       runId: `run-${randomUUID()}`,
       tenantId: principal.tenantId,
       runbookId: version.runbookId,
@@ -127,29 +131,41 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
       ...(input.replayOf !== undefined && { replayOf: input.replayOf }),
     };
     const requestHash = sha256Hex(canonicalJson(body as unknown as Json));
-    const stored = await deps.runs.create(
-      run,
-      [
-        {
-          eventId: randomUUID(),
-          type: 'run.created',
-          timestamp: now,
-          payload: {
-            runbookId: run.runbookId,
-            runbookVersion: run.runbookVersion,
-            runbookDigest: run.runbookDigest,
-            inputs,
-            requestedBy: run.requestedBy,
-            priority: run.priority,
-            ...(run.ticket && { ticket: run.ticket }),
-            ...(run.trigger && { trigger: run.trigger }),
-            ...(run.replayOf !== undefined && { replayOf: run.replayOf }),
+    const store = (run: Run) =>
+      deps.runs.create(
+        run,
+        [
+          {
+            eventId: randomUUID(),
+            type: 'run.created',
+            timestamp: now,
+            payload: {
+              runbookId: run.runbookId,
+              runbookVersion: run.runbookVersion,
+              runbookDigest: run.runbookDigest,
+              inputs,
+              requestedBy: run.requestedBy,
+              priority: run.priority,
+              ...(run.ticket && { ticket: run.ticket }),
+              ...(run.trigger && { trigger: run.trigger }),
+              ...(run.replayOf !== undefined && { replayOf: run.replayOf }),
+              ...(run.queuedBehind !== undefined && { queuedBehind: run.queuedBehind }),
+            },
+            meta: {},
           },
-          meta: {},
-        },
-      ],
-      input.idempotencyKey === undefined ? undefined : { key: input.idempotencyKey, requestHash },
-    );
+        ],
+        input.idempotencyKey === undefined ? undefined : { key: input.idempotencyKey, requestHash },
+      );
+    let stored;
+    try {
+      stored = await store(run);
+    } catch (error) {
+      if (!(error instanceof TicketBusyError) || input.onActive !== 'queue' || !run.ticket) throw error;
+      // Behind the last run in the ticket's line, so queued runs start one after another.
+      const page = await deps.runs.listByTicket(run.tenantId, run.ticket.id, { limit: 50 });
+      run = { ...run, queuedBehind: lastInLine(page.items, error.activeRunId) };
+      stored = await store(run);
+    }
     if (!stored.created) {
       if (stored.requestHash !== requestHash)
         throw new ConflictError(`Idempotency-Key '${input.idempotencyKey}' was used with a different request`);
@@ -297,7 +313,13 @@ export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'> & { approval
     ]);
     const steps = stepViews(runbook, record.run, executions, aggregates);
     const error = runErrorView(record.run, steps);
-    const waitingFor = waitingForView(record.run, approvals);
+    const waitsOnRuns = record.run.status === 'queued' && !record.run.admission ? (record.run.dependsOn ?? []) : [];
+    const dependencies = new Map(
+      await Promise.all(
+        waitsOnRuns.map(async (id) => [id, (await deps.runs.load(id))?.run.status ?? 'unknown'] as const),
+      ),
+    );
+    const waitingFor = waitingForView(record.run, approvals, dependencies);
     return {
       ...record.run,
       ...(error && { error }),

@@ -83,11 +83,22 @@ export const runSchema = z.strictObject({
   replayOf: z.string().optional(),
   /** Runs of the same tenant that must succeed before this one starts. */
   dependsOn: z.array(z.string()).optional(),
+  /**
+   * A ticket's run queued behind the ticket's active run (a routing rule's `onActive: queue`): it
+   * waits for that run to end, whatever its outcome, then takes the ticket and is admitted.
+   */
+  queuedBehind: z.string().optional(),
   /** Set when admission let the run start: the active counters it holds until it ends. */
   admission: z.strictObject({ at: iso, held: z.array(z.string()) }).optional(),
-  /** Raised when the run failed for good on a runbook that escalates failures. */
+  /** Raised when the run failed for good on a runbook that escalates failures, or its failure opened a breaker. */
   incident: z
-    .strictObject({ raisedAt: iso, acknowledgedAt: iso.optional(), acknowledgedBy: z.string().optional() })
+    .strictObject({
+      raisedAt: iso,
+      /** `run_failed` or `breaker_opened`. */
+      reason: z.enum(['run_failed', 'breaker_opened']).optional(),
+      acknowledgedAt: iso.optional(),
+      acknowledgedBy: z.string().optional(),
+    })
     .optional(),
 });
 export type Run = z.infer<typeof runSchema>;

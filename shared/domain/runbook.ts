@@ -112,6 +112,8 @@ const runbookShape = {
   sandbox_profile: sandboxProfileNameSchema,
   validation_mode: validationModeSchema.optional(),
   strategy: z.enum(['fail-fast', 'continue']).default('fail-fast'),
+  /** A run that fails for good raises an incident (event, notify webhook, a flag an operator acknowledges). */
+  escalate_on_failure: z.boolean().optional(),
   timeout: durationSchema.default('1h'),
   inputs: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an identifier'), inputSpecSchema).default({}),
 };

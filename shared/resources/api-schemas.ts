@@ -134,6 +134,14 @@ export const runDetailSchema = runSummarySchema.extend({
 });
 export type RunDetail = z.infer<typeof runDetailSchema>;
 
+/** A run's incident: when and why it was raised, and who acknowledged it. */
+export const incidentViewSchema = z.looseObject({
+  raisedAt: z.string(),
+  reason: z.string().optional(),
+  acknowledgedAt: z.string().optional(),
+  acknowledgedBy: z.string().optional(),
+});
+
 export const eventPageSchema = z.looseObject({
   events: z.array(runEventSchema),
   nextSince: z.number().int().optional(),

@@ -287,6 +287,18 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   {
     method: 'POST',
+    path: '/v1/runs/{id}/incident/ack',
+    handler: 'ack-incident',
+    authorized: true,
+    roles: OPERATE,
+    schemas: {
+      summary: "Acknowledge the run's incident",
+      params: api.runPathSchema,
+      response: { status: 200, schema: api.incidentViewSchema },
+    },
+  },
+  {
+    method: 'POST',
     path: '/v1/runs/{id}/rollback',
     handler: 'rollback-run',
     authorized: true,

@@ -173,6 +173,45 @@ describe('admission control on the local stack', () => {
     expect(await allEnded([held.runId], 30_000)).toEqual(['succeeded']);
   }, 60_000);
 
+  it('holds a source throttled to 6 runs a minute to 6 admissions in each clock minute', async () => {
+    await register('adm-rate');
+    // Eight runs at once must land in one clock minute: start with at least 15 s of it left.
+    await until('a clock minute with 15 s left', async () => (Date.now() % 60_000 < 45_000 ? true : undefined), 20_000);
+    const ends = new Date(Date.now() + 10 * 60_000).toISOString();
+    const throttle = { source: 'adm-rate', maxPerMinute: 6, until: ends, reason: 'protect the backend' };
+    expect((await api('POST', '/limits/throttle', throttle)).status).toBe(200);
+    const runs = await Promise.all(Array.from({ length: 8 }, () => create({ runbookId: 'adm-rate' })));
+    const held = runs.filter((r) => r.status === 'throttled');
+    expect(held).toHaveLength(2);
+    const windowEnd = Math.ceil(Date.now() / 60_000) * 60_000;
+    for (const r of held) {
+      const event = (await events(r.runId)).find((e) => e.type === 'run.throttled');
+      expect(event?.payload).toMatchObject({ limit: 'throttle', source: 'adm-rate' });
+      expect(Date.parse(String(event?.payload.nextEligibleAt))).toBe(windowEnd);
+    }
+    expect(
+      await allEnded(
+        runs.map((r) => r.runId),
+        100_000,
+      ),
+    ).toEqual(Array(8).fill('succeeded'));
+    const admittedAt = await Promise.all(
+      runs.map(async (r) =>
+        Date.parse(String((await events(r.runId)).find((e) => e.type === 'run.admitted')?.timestamp)),
+      ),
+    );
+    const perWindow = new Map<number, number>();
+    for (const at of admittedAt)
+      perWindow.set(Math.floor(at / 60_000), (perWindow.get(Math.floor(at / 60_000)) ?? 0) + 1);
+    console.log(`throttle 6/min: admissions per clock minute ${JSON.stringify([...perWindow.values()])}`);
+    expect([...perWindow.values()]).toEqual([6, 2]);
+    for (const r of held) {
+      const admitted = (await events(r.runId)).find((e) => e.type === 'run.admitted');
+      expect(Date.parse(String(admitted?.timestamp))).toBeGreaterThanOrEqual(windowEnd);
+    }
+    await api('POST', '/limits/resume', { source: 'adm-rate', reason: 'done' });
+  }, 150_000);
+
   it('runs a dependency chain in order, fails dependents of a failed run, and refuses an unknown id', async () => {
     await register('adm-dep', { action: 'sleep', params: { ms: 500 } });
     await register('adm-fails', { action: 'fail', params: { message: 'boom' } });

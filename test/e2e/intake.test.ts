@@ -35,6 +35,7 @@ const routes = (demoUrl: string) => ({
     },
     { id: 'bugs', match: { source: 'jira', type: 'bug', fields: { labels: 'checkout' } }, runbook: 'hello' },
     { id: 'generic', match: { source: 'generic' }, runbook: 'hello', inputs: { who: 'webhook {{ ticket.id }}' } },
+    { id: 'deploys', match: { source: 'monitoring', type: 'deploy' }, runbook: 'hello', onActive: 'queue' },
   ],
 });
 
@@ -156,6 +157,64 @@ describe('EventBridge intake', () => {
     });
     await waitForStatus(String(run.runId), ['succeeded']);
   });
+
+  it('queues a ticket event behind the ticket’s active run when its rule says so, and starts it when that run ends', async () => {
+    const sendDeploy = (eventId: string) =>
+      bus.send(
+        new PutEventsCommand({
+          Entries: [
+            {
+              Source: 'monitoring',
+              DetailType: 'Ticket',
+              Detail: JSON.stringify({ id: 'DEP-1', source: 'monitoring', type: 'deploy', eventId }),
+            },
+          ],
+        }),
+      );
+    // Paused, the first run holds the ticket (throttled) until the test lets it go.
+    const control = { source: 'hello', reason: 'hold the first deploy' };
+    expect((await api('POST', '/limits/pause', control)).status).toBe(200);
+    let runs: Array<Record<string, unknown>> = [];
+    let first: Record<string, unknown> | undefined;
+    try {
+      await sendDeploy('d-1');
+      [first] = await until('the first run of DEP-1', async () => {
+        const found = await ticketRuns('DEP-1');
+        return found.length === 1 ? found : undefined;
+      });
+      await waitForStatus(String(first?.runId), ['throttled']);
+      await sendDeploy('d-2');
+      await sendDeploy('d-3');
+      runs = await until('three runs of DEP-1', async () => {
+        const found = await ticketRuns('DEP-1');
+        return found.length === 3 ? found : undefined;
+      });
+      const second = runs.find((r) => r.runId !== first?.runId && r.queuedBehind === first?.runId);
+      expect(second, JSON.stringify(runs)).toBeDefined();
+      const waiting = (await api('GET', `/runs/${String(second?.runId)}`)).body;
+      expect(waiting.status).toBe('queued');
+      expect(waiting.waitingFor).toEqual({ kind: 'ticket', ticketId: 'DEP-1', behind: first?.runId });
+    } finally {
+      // The other tests route to hello too.
+      expect((await api('POST', '/limits/resume', control)).status).toBe(200);
+    }
+    const ids = runs.map((r) => String(r.runId));
+    for (const id of ids) await waitForStatus(id, ['succeeded']);
+    // One active run per ticket at every instant: the three runs' lifetimes do not overlap.
+    const spans = await Promise.all(
+      ids.map(async (id) => {
+        const events = (await api('GET', `/runs/${id}/events?limit=1000`)).body.events as Array<{
+          type: string;
+          timestamp: string;
+        }>;
+        const at = (type: string) => Date.parse(events.find((e) => e.type === type)?.timestamp ?? '');
+        return { id, started: at('run.started'), ended: at('run.succeeded') };
+      }),
+    );
+    spans.sort((a, b) => a.started - b.started);
+    expect(spans[0]?.id).toBe(first?.runId);
+    for (let i = 1; i < spans.length; i++) expect(spans[i]!.started).toBeGreaterThanOrEqual(spans[i - 1]!.ended);
+  }, 90_000);
 
   it('records and reports a ticket no rule matches', async () => {
     const detail = { id: 'CHG-9', source: 'monitoring', type: 'change' };

@@ -20,25 +20,38 @@ type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[numb
 const ticketKey = (tenantId: string, ticketId: string) => `TENANT#${tenantId}#TICKET#${ticketId}`;
 const ACTIVE = 'ACTIVE';
 
-/** The writes that make a run its ticket's active run and list it under the ticket. */
+/** The write that makes a run its ticket's active run, refused while another holds it. */
+export function ticketActiveItem(
+  table: string,
+  claim: { tenantId: string; ticketId: string; runId: string; since: string },
+): TransactItem {
+  return {
+    Put: {
+      TableName: table,
+      Item: { pk: ticketKey(claim.tenantId, claim.ticketId), sk: ACTIVE, runId: claim.runId, since: claim.since },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
+}
+
+/**
+ * The writes that list a new run under its ticket and make it the ticket's active run; a run
+ * queued behind the active one takes the slot later, when it is admitted.
+ */
 export function ticketClaimItems(table: string, run: Run): TransactItem[] {
   if (!run.ticket) return [];
   const pk = ticketKey(run.tenantId, run.ticket.id);
+  const claim = { tenantId: run.tenantId, ticketId: run.ticket.id, runId: run.runId, since: run.createdAt };
   return [
-    {
-      Put: {
-        TableName: table,
-        Item: { pk, sk: ACTIVE, runId: run.runId, since: run.createdAt },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      },
-    },
+    ...(run.queuedBehind === undefined ? [ticketActiveItem(table, claim)] : []),
     { Put: { TableName: table, Item: { pk, sk: `RUN#${run.createdAt}#${run.runId}`, runId: run.runId } } },
   ];
 }
 
 /** The write that frees a ticket when its active run ends (a run that never held it frees nothing). */
 export function ticketReleaseItem(table: string, run: Run): TransactItem | undefined {
-  if (!run.ticket) return undefined;
+  // A run still queued behind another never took the slot.
+  if (!run.ticket || run.queuedBehind !== undefined) return undefined;
   return {
     Delete: {
       TableName: table,

@@ -4,6 +4,7 @@ import type { WriteIntent } from '../../app/ports/writes.js';
 import type { Approval } from '../../domain/entities.js';
 import { stepExecutionStateMachine } from '../../domain/statuses.js';
 import { admissionItemOf } from './admission-items.js';
+import { ticketActiveItem } from './ticket-items.js';
 import { aggregateSk, approvalSk, executionSk, indexes, META, receiptKey, runKey } from './keys.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -31,6 +32,8 @@ export function transactItemOf(table: string, intent: WriteIntent): TransactItem
     case 'putCell':
     case 'deleteCell':
       return admissionItemOf(table, intent);
+    case 'claimTicket':
+      return ticketActiveItem(table, intent);
     case 'putExecution': {
       const { execution } = intent;
       return {

@@ -48,6 +48,14 @@ export type WriteIntent =
       readonly approval: Approval;
       readonly was: Pick<Approval, 'status' | 'decisions'>;
     }
+  /** Makes the run its ticket's one active run; refused while another run holds the ticket. */
+  | {
+      readonly kind: 'claimTicket';
+      readonly tenantId: string;
+      readonly ticketId: string;
+      readonly runId: string;
+      readonly since: string;
+    }
   /** Admission counters and cells (quotas, backlog, dependencies); see `./admission.ts`. */
   | AdmissionWrite;
 

@@ -28,6 +28,11 @@ export const routingRuleSchema = z.strictObject({
   /** Run inputs from ticket data: `{{ ticket.id }}`, `{{ ticket.fields.host }}`, or literal text. */
   inputs: z.record(z.string().min(1), z.string()).default({}),
   priority: prioritySchema.default('normal'),
+  /**
+   * A ticket that already has an active run: `refuse` the new run (409 naming the active one), or
+   * `queue` it behind the active run, to start when that one ends.
+   */
+  onActive: z.enum(['refuse', 'queue']).default('refuse'),
 });
 export type RoutingRule = z.infer<typeof routingRuleSchema>;
 

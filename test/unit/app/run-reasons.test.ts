@@ -102,3 +102,32 @@ describe('the reasons a run detail gives', () => {
     expect(waitingForView(run({ status: 'running' }), [])).toBeUndefined();
   });
 });
+
+describe('what a queued run waits for', () => {
+  it('names the runs it depends on that have not succeeded yet', () => {
+    const queued = run({ status: 'queued', dependsOn: ['run-a', 'run-b'] });
+    const statuses = new Map([
+      ['run-a', 'succeeded'],
+      ['run-b', 'running'],
+    ]);
+    expect(waitingForView(queued, [], statuses)).toEqual({
+      kind: 'dependencies',
+      dependsOn: ['run-a', 'run-b'],
+      pending: [{ runId: 'run-b', status: 'running' }],
+    });
+  });
+
+  it('names the run of the same ticket it is queued behind', () => {
+    const queued = run({ status: 'queued', ticket: { id: 'INC-1', source: 'jira' }, queuedBehind: 'run-a' });
+    expect(waitingForView(queued, [])).toEqual({ kind: 'ticket', ticketId: 'INC-1', behind: 'run-a' });
+  });
+
+  it('names nothing once admission let the run go', () => {
+    const admitted = run({
+      status: 'queued',
+      dependsOn: ['run-a'],
+      admission: { at: '2026-11-21T10:00:00.000Z', held: [] },
+    });
+    expect(waitingForView(admitted, [])).toBeUndefined();
+  });
+});

@@ -148,6 +148,84 @@ describe('the capstan program', () => {
     expect(result.out).not.toContain('\u001b[');
   });
 
+  it('sets a quota with PUT, or merges it with PATCH, from typed options', async () => {
+    const quota = {
+      runbook: 'web',
+      maxActive: 3,
+      emergency: { maxActive: 1 },
+      tenantId: 't',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+      updatedBy: 'ada',
+    };
+    const put = await cli(['quotas', 'set', 'web', '--max-active', '3', '--emergency-max-active', '1'], {
+      'PUT /v1/quotas/web': [200, quota],
+    });
+    expect(put.code).toBe(0);
+    expect(put.sent[0]?.body).toEqual({ runbook: 'web', maxActive: 3, emergency: { maxActive: 1 } });
+    expect(put.out).toContain('quota on web: max active 3');
+    const patch = await cli(['quotas', 'set', '*', '--burst', '5', '--merge'], {
+      'PATCH /v1/quotas/*': [200, { ...quota, runbook: '*', burst: 5 }],
+    });
+    expect(patch.sent[0]).toMatchObject({ method: 'PATCH', body: { burst: 5 } });
+    expect((await cli(['quotas', 'set', 'web', '--max-active', 'lots'])).code).toBe(2);
+  });
+
+  it('pauses, throttles and lists sources, and refuses a pause without a reason', async () => {
+    const paused = await cli(['limits', 'pause', 'webhook:jira', '--reason', 'storm'], {
+      'POST /v1/limits/pause': [200, { source: 'webhook:jira' }],
+    });
+    expect(paused.code).toBe(0);
+    expect(paused.sent[0]?.body).toEqual({ source: 'webhook:jira', reason: 'storm' });
+    const throttled = await cli(
+      ['limits', 'throttle', 'web', '--max-per-minute', '6', '--until', '2026-12-01T00:00:00Z', '--reason', 'r'],
+      { 'POST /v1/limits/throttle': [200, { source: 'web' }] },
+    );
+    expect(throttled.sent[0]?.body).toEqual({
+      source: 'web',
+      maxPerMinute: 6,
+      until: '2026-12-01T00:00:00Z',
+      reason: 'r',
+    });
+    expect((await cli(['limits', 'pause', 'web'])).code).toBe(2);
+    const limit = {
+      kind: 'pause',
+      tenantId: 't',
+      source: 'webhook:jira',
+      reason: 'storm',
+      by: 'olive',
+      at: '2026-01-01T00:00:00.000Z',
+    };
+    const listed = await cli(['limits', 'list'], { 'GET /v1/limits': [200, { limits: [limit] }] });
+    expect(listed.out).toMatch(/^SOURCE\s+CONTROL/);
+    expect(listed.out).toContain('webhook:jira  pause');
+  });
+
+  it('lists breakers, resets one with a reason, and acknowledges an incident', async () => {
+    const breaker = {
+      runbookId: 'web',
+      state: 'open',
+      outcomes: [],
+      openedAt: '2026-01-01T00:00:00.000Z',
+      openUntil: '2026-01-01T00:01:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+    };
+    const listed = await cli(['breakers', 'list'], { 'GET /v1/breakers': [200, { breakers: [breaker] }] });
+    expect(listed.out).toContain('web      open');
+    const reset = await cli(['breakers', 'reset', 'web', '--reason', 'fixed'], {
+      'POST /v1/breakers/web/reset': [200, { ...breaker, state: 'closed', openUntil: '' }],
+    });
+    expect(reset.sent[0]?.body).toEqual({ reason: 'fixed' });
+    expect(reset.out).toContain('web: breaker closed');
+    const ack = await cli(['--json', 'incidents', 'ack', 'run-1'], {
+      'POST /v1/runs/run-1/incident/ack': [
+        200,
+        { raisedAt: '2026-01-01T00:00:00.000Z', reason: 'run_failed', acknowledgedBy: 'olive' },
+      ],
+    });
+    expect(ack.code).toBe(0);
+    expect(JSON.parse(ack.out)).toMatchObject({ acknowledgedBy: 'olive' });
+  });
+
   it('has an example in the help of every command', () => {
     const program = buildProgram({ env: {}, cwd: '/', isTTY: false });
     const all = (command: Command): Command[] => [command, ...command.commands.flatMap(all)];

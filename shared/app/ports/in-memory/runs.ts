@@ -73,6 +73,8 @@ export function makeInMemoryStores(): {
       case 'putCell':
       case 'deleteCell':
         return applyAdmissionWrite(intent, tx.cells);
+      case 'claimTicket':
+        return !ticketHolder(intent.tenantId, intent.ticketId, intent.runId);
       case 'putExecution':
         if (tx.executions.has(intent.execution.executionId)) return false;
         tx.executions.set(intent.execution.executionId, clone(intent.execution));
@@ -158,6 +160,19 @@ export function makeInMemoryStores(): {
         return true;
       }
     }
+  }
+
+  /** The run other than `runId` that holds a ticket: not ended, and not still queued behind another. */
+  function ticketHolder(tenantId: string, ticketId: string, runId: string): string | undefined {
+    return [...runs.values()].find(
+      (s) =>
+        s.active &&
+        s.record.run.runId !== runId &&
+        s.record.run.tenantId === tenantId &&
+        s.record.run.ticket?.id === ticketId &&
+        s.record.run.queuedBehind === undefined &&
+        !runStateMachine.isTerminal(s.record.run.status),
+    )?.record.run.runId;
   }
 
   async function load(runId: string): Promise<RunRecord | undefined> {
@@ -252,15 +267,9 @@ export function makeInMemoryStores(): {
         if (held) return { created: false, ...held };
       }
       if (runs.has(run.runId)) throw new StaleWriteError(['ConditionalCheckFailed']);
-      if (run.ticket) {
-        const holder = [...runs.values()].find(
-          (s) =>
-            s.active &&
-            s.record.run.tenantId === run.tenantId &&
-            s.record.run.ticket?.id === run.ticket?.id &&
-            !runStateMachine.isTerminal(s.record.run.status),
-        );
-        if (holder) throw new TicketBusyError(run.ticket.id, holder.record.run.runId);
+      if (run.ticket && run.queuedBehind === undefined) {
+        const holder = ticketHolder(run.tenantId, run.ticket.id, run.runId);
+        if (holder) throw new TicketBusyError(run.ticket.id, holder);
       }
       const { events: chained, head } = chainEvents(EMPTY_CHAIN, run, firstEvents);
       runs.set(run.runId, { record: { run: clone(run), head, rollbackRequested: false }, rev: 0, active: true });

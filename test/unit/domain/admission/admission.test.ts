@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { closedBreaker, recordOutcome } from '../../../../shared/domain/admission/breaker.js';
+import {
+  admitThrough,
+  BREAKER_DEFAULTS,
+  closedBreaker,
+  probeWithdrawn,
+  recordOutcome,
+} from '../../../../shared/domain/admission/breaker.js';
 import { dependencyVerdict, findCycle } from '../../../../shared/domain/admission/dependencies.js';
 import { weightedRoundRobin } from '../../../../shared/domain/admission/fairness.js';
 import type { Limit } from '../../../../shared/domain/admission/limits.js';
@@ -116,6 +122,47 @@ describe('circuit breakers', () => {
     expect(plan.admit && plan.probe?.next.state).toBe('half_open');
     expect(recordOutcome({ ...breaker, state: 'half_open' }, true, later).change).toBe('closed');
     expect(recordOutcome({ ...breaker, state: 'half_open' }, false, later).next.state).toBe('open');
+  });
+
+  it('ignores runs that end while it is open, and runs other than the probe while half-open', () => {
+    let breaker = closedBreaker('rb', now);
+    for (let i = 0; i < 10; i++) breaker = recordOutcome(breaker, false, now).next;
+    expect(breaker.state).toBe('open');
+    expect(recordOutcome(breaker, true, now, BREAKER_DEFAULTS, 'run-old')).toEqual({
+      next: breaker,
+      change: undefined,
+    });
+    const later = new Date(now.getTime() + 61_000);
+    const half = admitThrough(breaker, 'run-probe', later);
+    expect(half?.state).toBe('half_open');
+    if (!half) return;
+    expect(recordOutcome(half, true, later, BREAKER_DEFAULTS, 'run-old').change).toBeUndefined();
+    const failed = recordOutcome(half, false, later, BREAKER_DEFAULTS, 'run-probe');
+    expect(failed.change).toBe('opened');
+    expect(failed.next.probeRunId).toBeUndefined();
+    expect(recordOutcome(half, true, later, BREAKER_DEFAULTS, 'run-probe').next.state).toBe('closed');
+  });
+
+  it('lets the next run probe when the probe is cancelled', () => {
+    const later = new Date(now.getTime() + 61_000);
+    const half = admitThrough(
+      { ...closedBreaker('rb', now), state: 'open', openUntil: now.toISOString() },
+      'run-p',
+      later,
+    );
+    if (!half) throw new Error('expected a half-open breaker');
+    expect(probeWithdrawn(half, 'run-other', later)).toBeUndefined();
+    const open = probeWithdrawn(half, 'run-p', later);
+    expect(open).toMatchObject({ state: 'open', openUntil: later.toISOString() });
+    if (!open) return;
+    expect(admitThrough(open, 'run-next', later)?.probeRunId).toBe('run-next');
+  });
+
+  it('keeps a breaker open for the configured cooldown', () => {
+    let breaker = closedBreaker('rb', now);
+    const settings = { ...BREAKER_DEFAULTS, cooldownMs: 2_000 };
+    for (let i = 0; i < 10; i++) breaker = recordOutcome(breaker, false, now, settings).next;
+    expect(breaker.openUntil).toBe(new Date(now.getTime() + 2_000).toISOString());
   });
 
   it('stays closed under 10 runs whatever their outcome', () => {
