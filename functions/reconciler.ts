@@ -1,10 +1,14 @@
 import { emptySummary, makeReconcile, type ReconcileSummary } from '../shared/app/reconciler.js';
 import { config } from '../shared/config.js';
+import { sqsClient } from '../shared/adapters/aws-clients.js';
+import { makeSqsQueueDepths } from '../shared/adapters/sqs/queue-depths.js';
+import { SANDBOX_PROFILE_NAMES } from '../shared/domain/sandbox-profiles.js';
 import { recordReconcileSummary, recordMetric } from '../shared/observability/metrics.js';
 import { reconcilerDeps } from './dependencies.js';
 import { lambdaTelemetry } from './observability.js';
 
 const { logger, observe } = lambdaTelemetry('capstan-reconciler');
+const queueDepths = makeSqsQueueDepths(sqsClient(), config().CAPSTAN_PREFIX, SANDBOX_PROFILE_NAMES);
 const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) => logger.info(message, fields ?? {}) });
 
 /** Sweeps per invocation, spread over the minute between scheduled invocations. */
@@ -31,6 +35,13 @@ export const handler = observe(async (): Promise<ReconcileSummary> => {
     throw error;
   }
   recordReconcileSummary(total);
+  // The queue depth by profile, once a minute beside the sweep (the dashboard's backlog widget).
+  try {
+    for (const [profile, depth] of await queueDepths.depths())
+      recordMetric('queueDepth', depth, { sandboxProfile: profile });
+  } catch (error) {
+    logger.warn('could not read the queue depths', { error: (error as Error).message });
+  }
   logger.info('reconciled', { ...total });
   return total;
 });

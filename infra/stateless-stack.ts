@@ -116,7 +116,7 @@ export class StatelessStack extends Stack {
     });
     const ticketIngest = new TicketIngest(this, 'TicketIngest', { resources, routesDocument });
     const lifecycle = new LifecyclePublisher(this, 'LifecyclePublisher', { resources });
-    const admitter = new Admitter(this, 'Admitter', { resources });
+    const admitter = new Admitter(this, 'Admitter', { resources, notifyWebhookUrl: config.notifyWebhookUrl });
     const workers = new Workers(this, 'Workers', {
       resources,
       secretPrefix: config.secretPrefix,

@@ -13,6 +13,8 @@ export interface AdmitterProps {
   readonly resources: RunResources;
   /** How often held runs are looked at again (windows, throttles, breaker cooldowns). @default Duration.minutes(1) */
   readonly interval?: Duration;
+  /** Where incidents (a breaker opening, a failed run of an escalating runbook) are posted. */
+  readonly notifyWebhookUrl?: string;
 }
 
 /**
@@ -56,5 +58,8 @@ export class Admitter extends Construct {
     });
     grantRunState(resources, this.function, 'read-write');
     grantAdmitRuns(resources, this.function);
+    // Incidents go out on the bus (`incident.raised`) and to the notify webhook.
+    resources.eventBus.grantPutEventsTo(this.function);
+    if (props.notifyWebhookUrl) this.function.addEnvironment('CAPSTAN_NOTIFY_WEBHOOK_URL', props.notifyWebhookUrl);
   }
 }

@@ -51,7 +51,11 @@ export function grantReconcile(resources: RunResources, fn: NodejsFunction, noti
   resources.interpreter.grantTaskResponse(fn);
   resources.interpreter.grantRead(fn);
   resources.interpreter.grantStartExecution(fn);
-  for (const pq of resources.queues.values()) pq.queue.grantSendMessages(fn);
+  for (const pq of resources.queues.values()) {
+    pq.queue.grantSendMessages(fn);
+    // The sweep publishes each profile's queue depth.
+    pq.queue.grant(fn, 'sqs:GetQueueAttributes');
+  }
   grantNodeQueues(resources, fn, 'send');
   resources.evidenceBucket.grantReadWrite(fn);
 }
