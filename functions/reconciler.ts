@@ -2,6 +2,8 @@ import { emptySummary, makeReconcile, type ReconcileSummary } from '../shared/ap
 import { config } from '../shared/config.js';
 import { sqsClient } from '../shared/adapters/aws-clients.js';
 import { makeSqsQueueDepths } from '../shared/adapters/sqs/queue-depths.js';
+import { documentClient } from '../shared/adapters/dynamodb/client.js';
+import { makeConnectionStore } from '../shared/adapters/dynamodb/connection-store.js';
 import { SANDBOX_PROFILE_NAMES } from '../shared/domain/sandbox-profiles.js';
 import { recordReconcileSummary, recordMetric } from '../shared/observability/metrics.js';
 import { reconcilerDeps } from './dependencies.js';
@@ -9,6 +11,7 @@ import { lambdaTelemetry } from './observability.js';
 
 const { logger, observe } = lambdaTelemetry('capstan-reconciler');
 const queueDepths = makeSqsQueueDepths(sqsClient(), config().CAPSTAN_PREFIX, SANDBOX_PROFILE_NAMES);
+const connections = makeConnectionStore(documentClient, config().CAPSTAN_CONNECTIONS_TABLE);
 const reconcile = makeReconcile({ ...reconcilerDeps(), log: (message, fields) => logger.info(message, fields ?? {}) });
 
 /** Sweeps per invocation, spread over the minute between scheduled invocations. */
@@ -35,12 +38,13 @@ export const handler = observe(async (): Promise<ReconcileSummary> => {
     throw error;
   }
   recordReconcileSummary(total);
-  // The queue depth by profile, once a minute beside the sweep (the dashboard's backlog widget).
+  // The queue depth by profile and the open WebSocket sessions, once a minute beside the sweep.
   try {
     for (const [profile, depth] of await queueDepths.depths())
       recordMetric('queueDepth', depth, { sandboxProfile: profile });
+    recordMetric('websocketSessions', await connections.countOpen(new Date()), {});
   } catch (error) {
-    logger.warn('could not read the queue depths', { error: (error as Error).message });
+    logger.warn('could not read the queue depths or the open sessions', { error: (error as Error).message });
   }
   logger.info('reconciled', { ...total });
   return total;

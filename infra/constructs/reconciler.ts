@@ -58,4 +58,6 @@ export function grantReconcile(resources: RunResources, fn: NodejsFunction, noti
   }
   grantNodeQueues(resources, fn, 'send');
   resources.evidenceBucket.grantReadWrite(fn);
+  // The sweep publishes the open WebSocket sessions (a count-only scan).
+  resources.connections.grantReadData(fn);
 }

@@ -126,22 +126,29 @@ export function makeFanout(deps: FanoutDeps) {
     );
   }
 
-  /** Starts or skips what the unit's limits allow now; repeats while another caller moved it first. */
-  async function release(runId: string, ref: AggregateRef, known?: RunRecord): Promise<void> {
+  /**
+   * Starts or skips what the unit's limits allow now; repeats while another caller moved it first.
+   * Resolves whether the unit may be complete now (every target counted), so a caller that
+   * counted a result claims the completion only then: reading after its own count, the writer of
+   * the last count always sees it.
+   */
+  async function release(runId: string, ref: AggregateRef, known?: RunRecord): Promise<boolean> {
     let held = known;
     for (let pass = 0; pass < 10; pass++) {
       const aggregate = await deps.runs.aggregate(runId, ref.stepKind, ref.stepId, ref.attempt);
-      if (!aggregate?.targets || !aggregate.limits || aggregate.completed) return;
+      if (!aggregate) return false;
+      if (aggregate.completed) return false;
+      if (!aggregate.targets || !aggregate.limits) return aggregate.done >= aggregate.total;
       const record = held ?? (await deps.runs.load(runId));
       held = undefined;
-      if (!record) return;
+      if (!record) return false;
       const released = aggregate.released ?? 0;
       const next = nextRelease(
         aggregate.limits,
         { total: aggregate.total, released, done: aggregate.done, failed: aggregate.failed },
         record.run.cancelRequested,
       );
-      if (next.kind === 'none') return;
+      if (next.kind === 'none') return aggregate.done >= aggregate.total;
       const now = deps.clock.now().toISOString();
       try {
         if (next.kind === 'halt') {
@@ -160,7 +167,7 @@ export function makeFanout(deps: FanoutDeps) {
             writes: [writes.skipTargets(ref, released, next.skipped)],
           }));
           await complete(runId, ref);
-          return;
+          return false;
         }
         const runbook = await runbookFor(record.run);
         const started = aggregate.targets.slice(released, released + Math.min(next.count, RELEASE_CHUNK));
@@ -177,12 +184,13 @@ export function makeFanout(deps: FanoutDeps) {
           record,
         );
         await send(committed?.record ?? record, runbook, executions);
-        if (started.length === next.count) return;
+        if (started.length === next.count) return false;
       } catch (error) {
         // Another result released (or skipped) first: look again.
         if (!(error instanceof StaleWriteError)) throw error;
       }
     }
+    return true;
   }
 
   /** Resumes the interpreter task waiting on a unit that is now complete, exactly once. */

@@ -312,8 +312,9 @@ export function makeStepResults(deps: StepResultDeps) {
       if (next && pipeline && after) await deps.fanout?.send(after, pipeline.runbook, [next]);
       const ref = { runId: cmd.runId, stepKind: unit.kind, stepId: unit.stepId, attempt: unit.attempt };
       if (deps.fanout && (cmd.target || cmd.pipeline)) {
-        if (!next) await deps.fanout.release(cmd.runId, ref, after);
-        await deps.fanout.complete(cmd.runId, ref);
+        // Only a result that leaves every target counted can complete the unit: the others skip the claim.
+        const full = next ? false : await deps.fanout.release(cmd.runId, ref, after);
+        if (full) await deps.fanout.complete(cmd.runId, ref);
         return;
       }
       const completed = await runs.claimCompletion(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);

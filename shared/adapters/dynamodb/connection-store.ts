@@ -1,4 +1,5 @@
 import {
+  ScanCommand,
   BatchWriteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
@@ -33,6 +34,26 @@ export function makeConnectionStore(client: DynamoDBDocumentClient, tableName: s
         }),
       );
     },
+    async countOpen(now) {
+      // A once-a-minute count of a small table that expires its own items: a Scan that returns counts only.
+      let count = 0;
+      let ExclusiveStartKey: Record<string, unknown> | undefined;
+      do {
+        const page = await client.send(
+          new ScanCommand({
+            TableName: tableName,
+            Select: 'COUNT',
+            FilterExpression: 'sk = :meta AND expiresAt > :now',
+            ExpressionAttributeValues: { ':meta': 'META', ':now': Math.floor(now.getTime() / 1000) },
+            ...(ExclusiveStartKey && { ExclusiveStartKey }),
+          }),
+        );
+        count += page.Count ?? 0;
+        ExclusiveStartKey = page.LastEvaluatedKey;
+      } while (ExclusiveStartKey);
+      return count;
+    },
+
     async remove(connectionId) {
       const { Items = [] } = await client.send(
         new QueryCommand({

@@ -6,6 +6,8 @@ export interface ConnectionStore {
   open(connectionId: string, principal: Principal, now: Date): Promise<void>;
   /** Removes a connection and every subscription it had. */
   remove(connectionId: string): Promise<void>;
+  /** Connections open at `now` (not yet removed or aged out), for the sessions gauge. */
+  countOpen(now: Date): Promise<number>;
 }
 
 export interface Subscription {
