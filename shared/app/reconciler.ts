@@ -4,12 +4,15 @@ import type { Run, StepExecution } from '../domain/entities.js';
 import { allSteps } from '../domain/runbook.js';
 import { stepExecutionStateMachine } from '../domain/statuses.js';
 import { isSilent } from '../domain/workers.js';
-import type { TaskCallbacks } from './ports/interpreter.js';
+import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.js';
 import { makeApplyDue } from './approval-timer.js';
 import { wake } from './waits.js';
 import { runbookOf } from './runs.js';
 import { makeRecoverLost } from './recovery.js';
+import { makeFanout } from './fanout.js';
+import { makeRepairStalled } from './stalled-dispatch.js';
+import type { RunEvent } from '../domain/events.js';
 
 /** The interpreter as the reconciler sees it. */
 export interface InterpreterControl {
@@ -26,6 +29,8 @@ export interface ReconcilerDeps {
   readonly runbooks: RunbookStore;
   readonly workers: WorkerStore;
   readonly callbacks: TaskCallbacks;
+  /** Sends a command again whose first send a crash prevented. */
+  readonly queue: CommandQueue;
   readonly approvals: ApprovalStore;
   /** Sends escalations of gates past their SLA. */
   readonly alerts?: ApprovalAlerts;
@@ -49,6 +54,10 @@ export interface ReconcileSummary {
   approvalsEscalated: number;
   /** Gates past their hard limit: expired, their step fails. */
   approvalsExpired: number;
+  /** Fan-out units whose waiting targets were released again after a crash stalled them. */
+  releasesRepaired: number;
+  /** Pending step executions whose command was sent again after a crash lost it. */
+  commandsResent: number;
 }
 
 export const emptySummary = (): ReconcileSummary => ({
@@ -60,6 +69,8 @@ export const emptySummary = (): ReconcileSummary => ({
   statesFixed: 0,
   approvalsEscalated: 0,
   approvalsExpired: 0,
+  releasesRepaired: 0,
+  commandsResent: 0,
 });
 
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
@@ -70,12 +81,13 @@ const QUIET_MS = 60_000;
  * dead, ends the step executions whose lease expired and resumes their runs (the planner gives
  * them a new attempt when the step may retry), and repairs drift: a run whose interpreter
  * execution ended early, a worker shown busy with no lease, an aggregate that should have
- * completed. Every repair is a conditional write, so two reconcilers never repair twice.
+ * completed, a fan-out whose next targets were never released, a command never sent. Every repair is a conditional write, so two reconcilers never repair twice.
  */
 export function makeReconcile(deps: ReconcilerDeps) {
   const { runs, clock } = deps;
 
   const recover = makeRecoverLost(deps);
+  const repairStalled = makeRepairStalled({ ...deps, fanout: makeFanout(deps) });
 
   /** Ends one lost execution by the rule every finder applies, and resumes its run. */
   async function recoverLost(lost: StepExecution, now: Date, summary: ReconcileSummary): Promise<void> {
@@ -132,7 +144,11 @@ export function makeReconcile(deps: ReconcilerDeps) {
         deps.log('completed aggregate resumed', { runId, stepId: aggregate.stepId, attempt: aggregate.attempt });
       }
     }
-    await resumeLostResume(record, aggregates, now, summary);
+    const [last] = record.head.seq > 0 ? await runs.events(runId, record.head.seq - 1, 1) : [];
+    await resumeLostResume(record, aggregates, last, now, summary);
+    const repaired = await repairStalled(record, aggregates, last, now);
+    summary.releasesRepaired += repaired.releases;
+    summary.commandsResent += repaired.resent;
   }
 
   /**
@@ -145,11 +161,11 @@ export function makeReconcile(deps: ReconcilerDeps) {
   async function resumeLostResume(
     record: { run: Run; head: { seq: number } },
     aggregates: Awaited<ReturnType<RunStore['aggregates']>>,
+    last: RunEvent | undefined,
     now: Date,
     summary: ReconcileSummary,
   ): Promise<void> {
     const runId = record.run.runId;
-    const [last] = record.head.seq > 0 ? await runs.events(runId, record.head.seq - 1, 1) : [];
     if (!last || (last.type !== 'step.succeeded' && last.type !== 'step.failed')) return;
     if (Date.parse(last.timestamp) > now.getTime() - QUIET_MS) return;
     const { kind, attempt } = last.payload;
