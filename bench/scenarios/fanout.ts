@@ -237,7 +237,7 @@ export const fanoutScenario: Scenario = async (progress) => {
       if (c.succeededTargets !== c.targets) failures.push(`${c.label}: ${c.succeededTargets}/${c.targets} succeeded`);
     }
     return {
-      title: 'Fan-out',
+      title: 'Fanout: one step over many declared nodes',
       setup:
         `one test.echo step over ${SIZES.join(', ')} declared nodes (and ${LIMITED.size} with max_concurrency ${LIMITED.maxConcurrency}), ` +
         `${WORKERS} dev-flex workers, one run at a time on a fresh local stack, requests counted at the local DynamoDB endpoint`,
