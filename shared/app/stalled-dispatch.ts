@@ -1,14 +1,19 @@
-import type { RunRecord } from './ports/runs.js';
+import type { RunRecord, RunStore } from './ports/runs.js';
 import type { StepExecution } from '../domain/entities.js';
 import type { RunEvent } from '../domain/events.js';
 import { stepExecutionStateMachine } from '../domain/statuses.js';
 import type { Aggregate } from '../domain/step-records.js';
 import type { Fanout } from './fanout.js';
-import type { ReconcilerDeps } from './reconciler.js';
 import { countsInto } from './unsent.js';
 
 /** How long a `pending` execution nobody leased may wait, in a run with no event, before its command is sent again. */
 export const UNSENT_AFTER_MS = 2 * 60_000;
+
+export interface StalledDeps {
+  readonly runs: RunStore;
+  readonly fanout: Fanout;
+  readonly log: (message: string, fields?: Record<string, unknown>) => void;
+}
 
 export interface StalledRepairs {
   /** Fan-out units whose waiting targets were released again. */
@@ -30,7 +35,7 @@ export interface StalledRepairs {
  *   second delivery a no-op. A run still appending events is draining a backlog instead, and is
  *   left alone.
  */
-export function makeRepairStalled(deps: Pick<ReconcilerDeps, 'runs' | 'log'> & { readonly fanout: Fanout }) {
+export function makeRepairStalled(deps: StalledDeps) {
   const inFlight = (e: StepExecution) => !stepExecutionStateMachine.isTerminal(e.status);
   const countsIn = (e: StepExecution, a: Aggregate) => {
     const into = countsInto(e);
