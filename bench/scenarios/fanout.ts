@@ -194,7 +194,9 @@ const describeCase = (c: FanoutCase): Measure[] => [
   {
     name: `${c.label}: transactions refused per event`,
     value: fixed(c.refusedTransactionsPerEvent),
-    note: `refused requests ${JSON.stringify(c.dynamodbRefused)}: lost races on the run's head, each retried`,
+    note:
+      `refused requests ${JSON.stringify(c.dynamodbRefused)}: a refused transaction lost the race on the run's head ` +
+      '(re-read and retried); a refused UpdateItem is a result claiming a completion before the aggregate is full',
   },
 ];
 
