@@ -13,6 +13,7 @@ const SCENARIOS: Readonly<Record<string, { module: string; name: string }>> = {
   workers: { module: './scenarios/workers.js', name: 'workersScenario' },
   approvals: { module: './scenarios/approvals.js', name: 'approvalsScenario' },
   chaos: { module: './scenarios/chaos.js', name: 'chaosScenario' },
+  fanout: { module: './scenarios/fanout.js', name: 'fanoutScenario' },
 };
 
 const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));

@@ -8,6 +8,8 @@ export type RequestCounts = Record<string, number>;
 export interface MeteredEndpoint {
   readonly url: string;
   readonly counts: RequestCounts;
+  /** Requests the service refused (4xx or 5xx), per operation: a lost conditional write shows here. */
+  readonly failures: RequestCounts;
   total(): number;
   reset(): void;
   close(): Promise<void>;
@@ -34,6 +36,7 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
   const upstream = new URL(target);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const counts: RequestCounts = {};
+  const failures: RequestCounts = {};
   const server: Server = createServer((request, response) => {
     const operation = operationOf(request);
     counts[operation] = (counts[operation] ?? 0) + 1;
@@ -47,6 +50,7 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
         agent,
       },
       (reply) => {
+        if ((reply.statusCode ?? 502) >= 400) failures[operation] = (failures[operation] ?? 0) + 1;
         response.writeHead(reply.statusCode ?? 502, reply.headers);
         reply.pipe(response);
       },
@@ -62,9 +66,11 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
   return {
     url: `http://127.0.0.1:${bound}`,
     counts,
+    failures,
     total: () => Object.values(counts).reduce((sum, n) => sum + n, 0),
     reset: () => {
       for (const key of Object.keys(counts)) counts[key] = 0;
+      for (const key of Object.keys(failures)) failures[key] = 0;
     },
     close: async () => {
       server.closeAllConnections();

@@ -5,12 +5,15 @@ import { allSteps } from '../domain/runbook.js';
 import { stepExecutionStateMachine } from '../domain/statuses.js';
 import { isStuck } from '../domain/stuck.js';
 import { isSilent } from '../domain/workers.js';
-import type { TaskCallbacks } from './ports/interpreter.js';
+import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.js';
 import { makeApplyDue } from './approval-timer.js';
 import { wake } from './waits.js';
 import { runbookOf } from './runs.js';
 import { makeRecoverLost } from './recovery.js';
+import { makeFanout } from './fanout.js';
+import { makeRepairStalled } from './stalled-dispatch.js';
+import type { RunEvent } from '../domain/events.js';
 
 /** The interpreter as the reconciler sees it. */
 export interface InterpreterControl {
@@ -27,6 +30,8 @@ export interface ReconcilerDeps {
   readonly runbooks: RunbookStore;
   readonly workers: WorkerStore;
   readonly callbacks: TaskCallbacks;
+  /** Sends a command again whose first send a crash prevented. */
+  readonly queue: CommandQueue;
   readonly approvals: ApprovalStore;
   /** Sends escalations of gates past their SLA. */
   readonly alerts?: ApprovalAlerts;
@@ -52,6 +57,10 @@ export interface ReconcileSummary {
   approvalsExpired: number;
   /** Runs that should be moving whose log has been silent for longer than their longest step timeout. */
   stuckRuns: number;
+  /** Fan-out units whose waiting targets were released again after a crash stalled them. */
+  releasesRepaired: number;
+  /** Pending step executions whose command was sent again after a crash lost it. */
+  commandsResent: number;
 }
 
 export const emptySummary = (): ReconcileSummary => ({
@@ -64,6 +73,8 @@ export const emptySummary = (): ReconcileSummary => ({
   approvalsEscalated: 0,
   approvalsExpired: 0,
   stuckRuns: 0,
+  releasesRepaired: 0,
+  commandsResent: 0,
 });
 
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
@@ -74,12 +85,13 @@ const QUIET_MS = 60_000;
  * dead, ends the step executions whose lease expired and resumes their runs (the planner gives
  * them a new attempt when the step may retry), and repairs drift: a run whose interpreter
  * execution ended early, a worker shown busy with no lease, an aggregate that should have
- * completed. Every repair is a conditional write, so two reconcilers never repair twice.
+ * completed, a fan-out whose next targets were never released, a command never sent. Every repair is a conditional write, so two reconcilers never repair twice.
  */
 export function makeReconcile(deps: ReconcilerDeps) {
   const { runs, clock } = deps;
 
   const recover = makeRecoverLost(deps);
+  const repairStalled = makeRepairStalled({ ...deps, fanout: makeFanout(deps) });
 
   /** Ends one lost execution by the rule every finder applies, and resumes its run. */
   async function recoverLost(lost: StepExecution, now: Date, summary: ReconcileSummary): Promise<void> {
@@ -136,7 +148,11 @@ export function makeReconcile(deps: ReconcilerDeps) {
         deps.log('completed aggregate resumed', { runId, stepId: aggregate.stepId, attempt: aggregate.attempt });
       }
     }
-    await resumeLostResume(record, aggregates, now, summary);
+    const [last] = record.head.seq > 0 ? await runs.events(runId, record.head.seq - 1, 1) : [];
+    await resumeLostResume(record, aggregates, last, now, summary);
+    const repaired = await repairStalled(record, aggregates, last, now);
+    summary.releasesRepaired += repaired.releases;
+    summary.commandsResent += repaired.resent;
   }
 
   /** Counts a quiet run as stuck when its last event is older than its longest step timeout. */
@@ -163,11 +179,11 @@ export function makeReconcile(deps: ReconcilerDeps) {
   async function resumeLostResume(
     record: { run: Run; head: { seq: number } },
     aggregates: Awaited<ReturnType<RunStore['aggregates']>>,
+    last: RunEvent | undefined,
     now: Date,
     summary: ReconcileSummary,
   ): Promise<void> {
     const runId = record.run.runId;
-    const [last] = record.head.seq > 0 ? await runs.events(runId, record.head.seq - 1, 1) : [];
     if (!last || (last.type !== 'step.succeeded' && last.type !== 'step.failed')) return;
     if (Date.parse(last.timestamp) > now.getTime() - QUIET_MS) return;
     const { kind, attempt } = last.payload;

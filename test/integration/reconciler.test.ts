@@ -120,6 +120,7 @@ beforeAll(async () => {
     runbooks,
     workers,
     callbacks,
+    queue: { send: async () => [] },
     interpreter,
     clock,
     heartbeatMs: HEARTBEAT_MS,

@@ -1,6 +1,8 @@
 import { makeInMemoryInventoryStore } from '../../../shared/app/ports/in-memory/inventory.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
+import { makeFanout } from '../../../shared/app/fanout.js';
+import { makeStepResults } from '../../../shared/app/step-results.js';
 import { makePlanNext } from '../../../shared/app/plan.js';
 import type { ApprovalStore } from '../../../shared/app/ports/approvals.js';
 import {
@@ -62,6 +64,7 @@ const reconcile = () =>
     runbooks,
     workers,
     callbacks,
+    queue,
     approvals,
     interpreter,
     clock,
@@ -69,24 +72,24 @@ const reconcile = () =>
     log: () => undefined,
   })();
 
-/** A run whose only step was dispatched with `token-1`; resolves its command. */
-async function dispatched(): Promise<StepCommand> {
+const ONE_STEP = [{ id: 'one', backend: 'test', action: 'echo', params: { message: 'hi' }, retries: 1 }];
+
+/** A run whose only step was dispatched with `token-1`; resolves its first command. */
+async function dispatched(
+  steps: readonly object[] = ONE_STEP,
+  inventory = makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
+): Promise<StepCommand> {
   await makeRegisterRunbook({ runbooks, clock })({
     principal: olive,
     format: 'json',
-    source: JSON.stringify({
-      name: 'unit',
-      environment: 'dev',
-      sandbox_profile: 'dev-flex',
-      steps: [{ id: 'one', backend: 'test', action: 'echo', params: { message: 'hi' }, retries: 1 }],
-    }),
+    source: JSON.stringify({ name: 'unit', environment: 'dev', sandbox_profile: 'dev-flex', steps }),
   });
   const create = makeCreateRun({ runbooks, runs, clock, starter: { start: async (run) => `arn:${run.runId}` } });
   const { runId } = await create({ principal: olive, body: createRunBodySchema.parse({ runbookId: 'unit' }) });
   const decision = await makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY })(runId);
   if (decision.action !== 'dispatch') throw new Error('expected a dispatch');
   await makeDispatch({
-    inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
+    inventory,
     runbooks,
     runs,
     approvals,
@@ -185,5 +188,60 @@ describe('the reconciler', () => {
     expect((await reconcile()).stuckRuns).toBe(0);
     clock.advance(2 * 60_000);
     expect((await reconcile()).stuckRuns).toBe(1);
+  });
+
+  it('releases the waiting targets of a fan-out whose last worker died between counting its result and releasing', async () => {
+    const inventory = makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 });
+    for (const id of ['web-1', 'web-2', 'web-3'])
+      await inventory.declare({ id, tenantId: 'acme', groups: ['web'], attributes: {} }, clock.now());
+    const step = { id: 'roll', backend: 'test', action: 'echo', params: { message: 'hi' }, target: { group: 'web' } };
+    await dispatched([{ ...step, max_concurrency: 2 }], inventory);
+    expect(queue.sent.map((s) => s.command.targetId)).toEqual(['web-1', 'web-2']);
+    // Each result is counted, then the worker dies before it releases the next target.
+    const fanout = makeFanout({ runs, runbooks, queue, callbacks, clock });
+    const dying = makeStepResults({
+      runs,
+      callbacks,
+      clock,
+      fanout: {
+        ...fanout,
+        release: async () => {
+          throw new Error('the worker died');
+        },
+      },
+    });
+    for (const { command } of [...queue.sent]) {
+      await dying.holdingLeases(runs).acquireLease(command.runId, command.executionId, 'w', clock.now(), 30_000);
+      await expect(dying.finished(command, 'w', { outcome: 'succeeded' })).rejects.toThrow('the worker died');
+    }
+    expect(queue.sent).toHaveLength(2);
+
+    clock.advance(61_000);
+    expect(await reconcile()).toMatchObject({ releasesRepaired: 1 });
+    expect(queue.sent.map((s) => s.command.targetId)).toEqual(['web-1', 'web-2', 'web-3']);
+    clock.advance(61_000);
+    expect(await reconcile()).toMatchObject({ releasesRepaired: 0 });
+    expect(queue.sent).toHaveLength(3);
+  });
+
+  it('sends again the command of a pending execution whose send a crash lost, once the run is quiet for two minutes', async () => {
+    const cmd = await dispatched();
+    queue.sent.length = 0;
+    clock.advance(61_000);
+    expect(await reconcile()).toMatchObject({ commandsResent: 0 });
+    expect(queue.sent).toEqual([]);
+
+    clock.advance(60_000);
+    expect(await reconcile()).toMatchObject({ commandsResent: 1 });
+    expect(queue.sent).toEqual([{ profile: 'dev-flex', command: cmd }]);
+  });
+
+  it('does not send again a command a worker has leased', async () => {
+    const cmd = await dispatched();
+    queue.sent.length = 0;
+    await runs.acquireLease(cmd.runId, cmd.executionId, 'alive', clock.now(), 600_000);
+    clock.advance(121_000);
+    expect(await reconcile()).toMatchObject({ commandsResent: 0 });
+    expect(queue.sent).toEqual([]);
   });
 });

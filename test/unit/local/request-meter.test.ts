@@ -11,6 +11,11 @@ beforeAll(async () => {
     let body = '';
     request.on('data', (chunk: Buffer) => (body += chunk.toString()));
     request.on('end', () => {
+      if (request.url === '/refuse') {
+        response.writeHead(400, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ __type: 'TransactionCanceledException' }));
+        return;
+      }
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ echoed: body, path: request.url }));
     });
@@ -40,5 +45,21 @@ describe('the request meter', () => {
     expect(meter.total()).toBe(5);
     meter.reset();
     expect(meter.total()).toBe(0);
+  });
+
+  it('counts the requests the service refuses apart, per operation', async () => {
+    meter.reset();
+    const call = (path: string) =>
+      fetch(`${meter.url}${path}`, {
+        method: 'POST',
+        headers: { 'x-amz-target': 'DynamoDB_20120810.TransactWriteItems' },
+        body: '{}',
+      }).then((r) => r.status);
+    expect(await call('/refuse')).toBe(400);
+    expect(await call('/')).toBe(200);
+    expect(meter.counts.TransactWriteItems).toBe(2);
+    expect(meter.failures).toEqual({ TransactWriteItems: 1 });
+    meter.reset();
+    expect(meter.failures).toEqual({ TransactWriteItems: 0 });
   });
 });
