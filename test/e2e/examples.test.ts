@@ -194,7 +194,7 @@ describe('the examples in examples/runbooks, run as the README says', () => {
     expect(started(events).filter((id) => id === 'announce')).toHaveLength(1);
   }, 180_000);
 
-  it('puts a node whose restart fails back into the pool, drains no node after it, and announces the end', async () => {
+  it('rolling-restart puts a node whose restart fails back into the pool, drains no node after it, and announces the end', async () => {
     const from = stack.demo.nodes.journal().length;
     stack.demo.nodes.failNextRestart('demo-web-2');
     const { events } = await runExample({
