@@ -1,10 +1,13 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { bindHost } from './bind-host.js';
+import { type DemoNodes, makeDemoNodes } from './demo-nodes.js';
 
-/** A service the example runbooks act on locally: a health check, a ticket system and a chat webhook. */
+/** A service the example runbooks act on locally: a health check, a ticket system, a chat webhook and a web pool. */
 export interface DemoService {
   readonly url: string;
+  /** The demo web pool under `/nodes/{id}/...` (rolling-restart acts on it). */
+  readonly nodes: DemoNodes;
   /** The messages posted to `/hooks/<name>`, oldest first. */
   messages(hook: string): readonly string[];
   close(): Promise<void>;
@@ -42,13 +45,22 @@ function textOf(body: string): string | undefined {
 /**
  * Starts the demo service on loopback: `GET /health` (a healthy service with its database),
  * `GET /tickets/{id}` (a ticket system stub), `POST /hooks/{name}` (a Slack-compatible incoming
- * webhook that keeps what it receives). The examples in `examples/runbooks/` call it, so each runs
- * to its end on `npm start` without anything outside this machine.
+ * webhook that keeps what it receives), and `/nodes/{id}/drain|restart|health|enable` (a small
+ * web pool, see `demo-nodes.ts`). The examples in `examples/runbooks/` call it, so each runs to its
+ * end on `npm start` without anything outside this machine.
  */
 export async function startDemoService(port: number, host = bindHost()): Promise<DemoService> {
   const hooks = new Map<string, string[]>();
+  const nodes = makeDemoNodes();
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://local').pathname;
+    const node = nodes.handle(req.method ?? '', path);
+    if (node) {
+      // The request body (if any) is not read: node actions take none.
+      req.resume();
+      void node.then(({ status, body }) => reply(res, status, body));
+      return;
+    }
     const ticket = /^\/tickets\/([A-Za-z0-9._-]{1,64})$/.exec(path);
     const hook = /^\/hooks\/([A-Za-z0-9._-]{1,64})$/.exec(path);
     if (req.method === 'GET' && path === '/health')
@@ -81,6 +93,7 @@ export async function startDemoService(port: number, host = bindHost()): Promise
   const { port: bound } = server.address() as AddressInfo;
   return {
     url: `http://${host}:${bound}`,
+    nodes,
     messages: (name) => hooks.get(name) ?? [],
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -1,6 +1,7 @@
 import { join, relative } from 'node:path';
 import { startLocalStack } from './stack.js';
 import { parseAgentWorkers, parseWorkerCounts } from './workers.js';
+import { DEMO_NODE_GROUP } from './demo-nodes.js';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -27,6 +28,8 @@ async function main(): Promise<void> {
     workers: parseWorkerCounts(process.env.CAPSTAN_WORKERS, 1),
     agents: parseAgentWorkers(process.env.CAPSTAN_WORKERS),
     reconcileIntervalMs: positiveNumber('CAPSTAN_RECONCILE_SECONDS', 60) * 1000,
+    // The web pool rolling-restart acts on, declared in the local tenant's inventory (README: Examples).
+    demoNodes: true,
     // CAPSTAN_AUTOSCALE=1: the pools follow their queues within CAPSTAN_CAPACITY, as in AWS.
     ...(process.env.CAPSTAN_AUTOSCALE === '1' && { autoscale: {} }),
     // Alerts go to the demo service's `/hooks/notify` unless the developer names another receiver.
@@ -70,7 +73,7 @@ async function main(): Promise<void> {
   Step Functions   ${e.SFN}
   Secrets Manager  ${e.SECRETS_MANAGER}   secrets in ${home}/secrets.json
   EventBridge      ${e.EVENTBRIDGE}
-  demo service     ${stack.demo.url}   (what the example runbooks call)
+  demo service     ${stack.demo.url}   (what the example runbooks call; its nodes are group ${DEMO_NODE_GROUP})
   workers          ${counts}   (${
     stack.scaler
       ? 'to start; scaled on queue backlog within CAPSTAN_CAPACITY'

@@ -23,6 +23,7 @@ import { invokeLocal, lambdaContext } from './lambdas.js';
 import { type LocalQueues, startLocalQueues } from './queues.js';
 import { type MeteredEndpoint, startMeteredEndpoint } from './request-meter.js';
 import { type DemoService, startDemoService } from './demo-service.js';
+import { declareDemoNodes } from './demo-nodes.js';
 import { startLocalSecrets } from './secrets.js';
 import { startLocalKms } from './kms.js';
 import { LocalStepFunctions } from './stepfunctions.js';
@@ -62,6 +63,11 @@ export interface LocalStackOptions {
    * `workers` is then each pool's starting size. Off when absent: the counts stay fixed.
    */
   readonly autoscale?: { readonly intervalMs?: number };
+  /**
+   * Declares the demo service's web pool (`demo-web-1` to `-4`, group `demo-web`, each with its
+   * `url`) in the local tenant's inventory at start, for the rolling-restart example. Off when absent.
+   */
+  readonly demoNodes?: boolean;
   /** Puts a counting proxy in front of DynamoDB and SQS (for the bench), on the gateway port + 6 and + 7. */
   readonly meterRequests?: boolean;
   readonly log: (line: string) => void;
@@ -300,6 +306,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       },
     });
     cleanups.push(() => gateway.close());
+    if (options.demoNodes) await declareDemoNodes(`${restUrl}/v1`, issuer.tokens.admin ?? '', demo.url);
 
     const resumedExecutions = await stepFunctions.start();
     cleanups.push(() => stepFunctions.stop());

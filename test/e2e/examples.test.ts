@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_NODE_IDS, type DemoNodeCall } from '../../local/demo-nodes.js';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
 import { type RunEvent, verifyChain } from '../../shared/domain/events.js';
 import { freePortBlock } from '../support/local-dynamodb.js';
@@ -28,6 +29,7 @@ beforeAll(async () => {
     fresh: true,
     workers: { 'dev-flex': 1, 'staging-standard': 1, 'prod-standard': 1, 'prod-critical': 1 },
     reconcileIntervalMs: 3_600_000,
+    demoNodes: true,
     log: (line) => log.push(line),
   });
 }, 90_000);
@@ -111,6 +113,22 @@ async function runExample(example: ExampleRun) {
 const started = (events: RunEvent[], kind: 'step' | 'rollback' = 'step') =>
   events.filter((e) => e.type === 'step.started' && e.payload.kind === kind).map((e) => e.stepId);
 
+const of = (events: RunEvent[], type: string, stepId: string) =>
+  events.filter((e) => e.type === type && e.stepId === stepId);
+
+/** From the demo pool's journal: the most nodes out of the pool at once, and those still out at the end. */
+function outOfPool(calls: readonly DemoNodeCall[]): { most: number; left: string[] } {
+  const out = new Set<string>();
+  let most = 0;
+  for (const call of calls) {
+    if (call.status !== 200) continue;
+    if (call.action === 'drain') out.add(call.node);
+    if (call.action === 'enable') out.delete(call.node);
+    most = Math.max(most, out.size);
+  }
+  return { most, left: [...out] };
+}
+
 describe('the examples in examples/runbooks, run as the README says', () => {
   it('runs hello to success', async () => {
     const { events } = await runExample({
@@ -150,21 +168,56 @@ describe('the examples in examples/runbooks, run as the README says', () => {
     expect(events.find((e) => e.type === 'rollback.completed')?.payload).toEqual({ steps: ['restart'] });
   }, 120_000);
 
-  it('runs rolling-restart to success after two approvers agree to each script step and one to the last phase', async () => {
+  it('runs rolling-restart over the demo pool two nodes at a time, verifying each node after its restart', async () => {
+    const from = stack.demo.nodes.journal().length;
+    const { run, events } = await runExample({
+      file: 'rolling-restart.yaml',
+      runbookId: 'rolling-restart',
+      inputs: { service: 'nginx' },
+      approvals: [
+        { approvalId: 'step.drain.1', by: ['approver', 'approver2'] },
+        { approvalId: 'phase.confirm.1', by: ['approver'] },
+      ],
+      end: 'succeeded',
+    });
+    const calls = stack.demo.nodes.journal().slice(from);
+    expect(calls.every((c) => c.status === 200)).toBe(true);
+    for (const node of DEMO_NODE_IDS) {
+      const own = calls.filter((c) => c.node === node);
+      expect(own.map((c) => c.action)).toEqual(['drain', 'restart', 'health', 'enable']);
+      const restarted = own.find((c) => c.action === 'restart')?.at ?? Infinity;
+      expect(own.find((c) => c.action === 'health')?.at).toBeGreaterThanOrEqual(restarted);
+    }
+    expect(outOfPool(calls)).toEqual({ most: 2, left: [] });
+    const drain = (run.steps as Array<Record<string, unknown>>).find((s) => s.id === 'drain');
+    expect(drain?.expected).toEqual([...DEMO_NODE_IDS]);
+    expect(started(events).filter((id) => id === 'announce')).toHaveLength(1);
+  }, 180_000);
+
+  it('rolling-restart puts a node whose restart fails back into the pool, drains no node after it, and announces the end', async () => {
+    const from = stack.demo.nodes.journal().length;
+    stack.demo.nodes.failNextRestart('demo-web-2');
     const { events } = await runExample({
       file: 'rolling-restart.yaml',
       runbookId: 'rolling-restart',
       inputs: { service: 'nginx' },
       approvals: [
         { approvalId: 'step.drain.1', by: ['approver', 'approver2'] },
-        { approvalId: 'step.restart.1', by: ['approver', 'approver2'] },
-        { approvalId: 'step.enable.1', by: ['approver', 'approver2'] },
         { approvalId: 'phase.confirm.1', by: ['approver'] },
       ],
-      end: 'succeeded',
+      end: 'failed',
     });
-    expect(started(events)).toEqual(['drain', 'restart', 'enable', 'announce']);
-  }, 120_000);
+    const calls = stack.demo.nodes.journal().slice(from);
+    const failed = calls.filter((c) => c.status !== 200);
+    expect(failed.map((c) => [c.node, c.action, c.status])).toEqual([['demo-web-2', 'restart', 500]]);
+    // Once the failure is known, no node is drained any more (max_errors 0).
+    const failedAt = failed[0]?.at ?? 0;
+    expect(calls.filter((c) => c.action === 'drain' && c.at > failedAt)).toEqual([]);
+    expect(calls.some((c) => c.node === 'demo-web-2' && c.action === 'health')).toBe(false);
+    expect(outOfPool(calls)).toMatchObject({ left: [] });
+    expect(of(events, 'step.succeeded', 'put-back').map((e) => e.targetId)).toEqual(['demo-web-2']);
+    expect(started(events).filter((id) => id === 'announce')).toHaveLength(1);
+  }, 180_000);
 
   it('rotates the database credentials after two approvers agree', async () => {
     const secretId = 'capstan/prod-critical/orders-db';
