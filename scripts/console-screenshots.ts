@@ -1,7 +1,7 @@
 /**
  * Takes the screenshots in docs/console.md: starts a local stack in a temporary directory, makes
- * a few runs (one waiting on two approvers with one approval, one paused after a rejection, one
- * done), and photographs every console screen at 1280x800 and at phone width with the system
+ * two agent nodes and a declared one, a few runs (one waiting on two approvers with one approval,
+ * one paused after a rejection, one done, one fanned out over group web), and photographs every console screen at 1280x800 and at phone width with the system
  * Chromium. `npm run console:screenshots`.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -20,6 +20,10 @@ const stack = await startLocalStack({
   stateDir: home,
   fresh: true,
   workers: { 'dev-flex': 1, 'prod-standard': 1 },
+  agents: [
+    { nodeId: 'web-1', groups: ['web'], profile: 'dev-flex', attributes: { zone: 'eu-west-1a' } },
+    { nodeId: 'web-2', groups: ['web', 'canary'], profile: 'dev-flex', attributes: { zone: 'eu-west-1b' } },
+  ],
   reconcileIntervalMs: 600_000,
   log: () => undefined,
 });
@@ -62,6 +66,31 @@ try {
       { id: 'switch', backend: 'test', action: 'echo', params: { message: 'switched' }, critical: true },
     ],
   });
+  await api('admin', 'PUT', '/inventory/nodes/db-1', {
+    groups: ['db'],
+    attributes: { host: '10.0.4.17', port: '5432' },
+  });
+  await api('operator', 'POST', '/runbooks', {
+    name: 'restart-web',
+    environment: 'dev',
+    sandbox_profile: 'dev-flex',
+    steps: [
+      {
+        id: 'restart',
+        backend: 'test',
+        action: 'echo',
+        params: { message: 'nginx restarted on {{ target.id }} ({{ target.attributes.zone }})' },
+        target: { group: 'web' },
+      },
+    ],
+  });
+  await until('both agent nodes online', async () => {
+    const { body } = await api('operator', 'GET', '/inventory?group=web');
+    const nodes = body.nodes as Array<{ status: string }>;
+    return nodes.length === 2 && nodes.every((n) => n.status === 'online') ? true : undefined;
+  });
+  const fanout = await start('restart-web', 'operator', 'CHG-12');
+  await settled(fanout, ['succeeded']);
   const done = await start('switch-traffic', 'operator', 'OPS-101');
   await settled(done, ['waiting_for_approval']);
   const first = (await api('operator', 'GET', `/runs/${done}`)).body.waitingFor as { approvalId: string };
@@ -83,7 +112,7 @@ try {
     notes: 'backup verified',
   });
 
-  rmSync(OUT, { recursive: true, force: true });
+  // Written over the old ones, so a run that fails part-way leaves every screen with a picture.
   mkdirSync(OUT, { recursive: true });
   const browser = await launchChromium();
   const base = stack.restUrl.replace(/\/v1$/, '/');
@@ -120,6 +149,18 @@ try {
     await page.goto(`${base}#/workers`);
     await page.locator('tr[data-worker]').first().waitFor();
     await shoot(page, 'workers');
+    await page.goto(`${base}#/inventory`);
+    await page.locator('tr[data-node="db-1"]').waitFor();
+    await page.getByText('Declare a node').click();
+    await shoot(page, 'inventory');
+    await page.goto(`${base}#/runs/${fanout}`);
+    await page.locator('li[data-step="restart"] > button').click();
+    await page.getByRole('button', { name: "Show web-2's output and events" }).click();
+    await page
+      .getByTestId('output')
+      .getByText(/nginx restarted on web-2/)
+      .waitFor();
+    await shoot(page, 'workspace-fanout');
     await context.close();
   }
   await browser.close();

@@ -6,6 +6,7 @@ import type {
   workerViewSchema,
 } from '../../shared/resources/api-schemas.js';
 import type { RunEvent } from '../../shared/domain/events.js';
+import type { InventoryNode } from '../../shared/domain/inventory.js';
 
 export type { RunDetail, RunEvent };
 export type RunSummary = z.infer<typeof runSummarySchema>;
@@ -13,6 +14,9 @@ export type ApprovalView = z.infer<typeof approvalViewSchema>;
 export type WorkerView = z.infer<typeof workerViewSchema>;
 export type StepView = RunDetail['steps'][number];
 export type RunStatus = RunSummary['status'];
+export type TargetView = StepView['targets'][number];
+/** A node as `GET /v1/inventory` answers it (the tenant is the caller's). */
+export type NodeView = Omit<InventoryNode, 'tenantId'>;
 
 /** An answer of the API that is not a 2xx, with the API's own code and words. */
 export class ApiError extends Error {
@@ -65,8 +69,9 @@ export class Api {
     return parsed as T;
   }
 
-  listRuns(status?: RunStatus): Promise<{ runs: RunSummary[] }> {
-    const query = new URLSearchParams({ limit: '100', ...(status && { status }) });
+  /** The newest runs; a ticket's runs only when `ticket` is given (the server looks them up by ticket id). */
+  listRuns(status?: RunStatus, ticket?: string): Promise<{ runs: RunSummary[] }> {
+    const query = new URLSearchParams({ limit: '100', ...(status && { status }), ...(ticket && { ticket }) });
     return this.request('GET', `/runs?${query}`);
   }
   run(runId: string): Promise<RunDetail> {
@@ -95,6 +100,15 @@ export class Api {
   }
   drain(workerId: string): Promise<unknown> {
     return this.request('POST', `/workers/${encodeURIComponent(workerId)}/drain`);
+  }
+  inventory(group?: string): Promise<{ nodes: NodeView[] }> {
+    return this.request('GET', `/inventory${group ? `?${new URLSearchParams({ group })}` : ''}`);
+  }
+  declareNode(nodeId: string, groups: string[], attributes: Record<string, string>): Promise<unknown> {
+    return this.request('PUT', `/inventory/nodes/${encodeURIComponent(nodeId)}`, { groups, attributes });
+  }
+  removeNode(nodeId: string): Promise<unknown> {
+    return this.request('DELETE', `/inventory/nodes/${encodeURIComponent(nodeId)}`);
   }
 }
 

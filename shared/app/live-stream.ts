@@ -52,7 +52,10 @@ export function makeLiveStream(deps: LiveStreamDeps) {
             return;
           }
           delivered = event.seq;
-          await subscriptions.markDelivered(connectionId, runId, owner, delivered);
+          // A connection that closed mid-delivery took its subscription (and our lock) with it: nothing
+          // is left to send. Failing here instead would make the stream retry the whole batch, with
+          // backoff, and hold up every other run's live events behind it.
+          if ((await subscriptions.markDelivered(connectionId, runId, owner, delivered)) === 'lost') return;
         }
         if (events.length < PAGE) break;
       }

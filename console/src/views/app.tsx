@@ -5,11 +5,17 @@ import type { ConsoleConfig } from '../config.js';
 import { SessionContext } from '../context.js';
 import { EventStream } from '../stream.js';
 import { ApprovalsScreen } from './approvals.js';
+import { InventoryScreen } from './inventory.js';
 import { RunsScreen } from './runs.js';
 import { WorkersScreen } from './workers.js';
 import { WorkspaceScreen } from './workspace.js';
 
-type Route = { screen: 'runs' } | { screen: 'run'; runId: string } | { screen: 'approvals' } | { screen: 'workers' };
+type Route =
+  | { screen: 'runs' }
+  | { screen: 'run'; runId: string }
+  | { screen: 'approvals' }
+  | { screen: 'workers' }
+  | { screen: 'inventory' };
 
 function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '');
@@ -17,10 +23,17 @@ function parseRoute(hash: string): Route {
   if (run?.[1]) return { screen: 'run', runId: decodeURIComponent(run[1]) };
   if (path === '/approvals') return { screen: 'approvals' };
   if (path === '/workers') return { screen: 'workers' };
+  if (path === '/inventory') return { screen: 'inventory' };
   return { screen: 'runs' };
 }
 
-const TITLES = { runs: 'Runs', run: 'Run', approvals: 'Approvals', workers: 'Workers' } as const;
+const TITLES = {
+  runs: 'Runs',
+  run: 'Run',
+  approvals: 'Approvals',
+  workers: 'Workers',
+  inventory: 'Inventory',
+} as const;
 
 /** The signed-in console: navigation, the live-stream state, and the current screen. */
 export function App({
@@ -67,6 +80,7 @@ export function App({
           {link('#/runs', 'Runs', route.screen === 'runs' || route.screen === 'run')}
           {link('#/approvals', 'Approvals', route.screen === 'approvals')}
           {link('#/workers', 'Workers', route.screen === 'workers')}
+          {link('#/inventory', 'Inventory', route.screen === 'inventory')}
         </nav>
         <span class="who">
           <span class={`live ${live}`} role="status">
@@ -92,6 +106,7 @@ export function App({
         {route.screen === 'run' && <WorkspaceScreen runId={route.runId} />}
         {route.screen === 'approvals' && <ApprovalsScreen />}
         {route.screen === 'workers' && <WorkersScreen />}
+        {route.screen === 'inventory' && <InventoryScreen />}
       </main>
     </SessionContext.Provider>
   );

@@ -5,6 +5,8 @@ import { age, RUN_STATUSES, statusAfter, statusWords, TERMINAL } from '../format
 
 /** How often the list is read again for runs started elsewhere; status changes come live. */
 const REFRESH_MS = 15_000;
+/** The ticket filter asks the server once typing pauses, not per key. */
+const TYPING_MS = 300;
 
 export function StatusBadge({ status }: { status: string }) {
   return <span class={`badge status-${status}`}>{statusWords(status)}</span>;
@@ -15,14 +17,21 @@ export function RunsScreen() {
   const { api, stream } = useSession();
   const [status, setStatus] = useState<RunStatus | ''>('');
   const [ticket, setTicket] = useState('');
+  const [ticketQuery, setTicketQuery] = useState('');
   const [runs, setRuns] = useState<RunSummary[]>();
   const [error, setError] = useState<string>();
   const [tick, setTick] = useState(0);
 
   useEffect(() => {
+    const timer = setTimeout(() => setTicketQuery(ticket.trim()), TYPING_MS);
+    return () => clearTimeout(timer);
+  }, [ticket]);
+
+  useEffect(() => {
     let stale = false;
+    // A ticket's runs come from the server's ticket index, so a ticket older than the newest page is still found.
     const load = () =>
-      api.listRuns(status || undefined).then(
+      api.listRuns(status || undefined, ticketQuery || undefined).then(
         (page) => !stale && (setRuns(page.runs), setError(undefined)),
         (failure: unknown) => !stale && setError(describeError(failure)),
       );
@@ -35,7 +44,7 @@ export function RunsScreen() {
       stale = true;
       clearInterval(timer);
     };
-  }, [api, status]);
+  }, [api, status, ticketQuery]);
 
   // Live: every run still moving is followed over the one socket; its events move its row.
   const active = useMemo(() => (runs ?? []).filter((r) => !TERMINAL.includes(r.status)).map((r) => r.runId), [runs]);
@@ -53,9 +62,7 @@ export function RunsScreen() {
     return () => stops.forEach((stop) => stop());
   }, [stream, active.join(',')]);
 
-  const shown = (runs ?? []).filter(
-    (r) => !ticket || (r.ticket?.id ?? '').toLowerCase().includes(ticket.toLowerCase()),
-  );
+  const shown = runs ?? [];
   return (
     <section aria-labelledby="runs-title">
       <h1 id="runs-title">Runs</h1>
@@ -72,7 +79,7 @@ export function RunsScreen() {
           </select>
         </label>
         <label>
-          Ticket
+          Ticket id
           <input
             type="search"
             value={ticket}
@@ -89,7 +96,7 @@ export function RunsScreen() {
       {runs === undefined ? (
         <p aria-busy="true">Loading runs…</p>
       ) : shown.length === 0 ? (
-        <p>No runs match.</p>
+        <p>{ticketQuery ? `No run has ticket ${ticketQuery}.` : 'No runs match.'}</p>
       ) : (
         <div class="table-wrap">
           <table class="runs" data-tick={tick}>

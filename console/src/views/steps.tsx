@@ -1,20 +1,29 @@
 import type { RunDetail } from '../api.js';
 import { duration, statusWords } from '../format.js';
+import { CountChips, hasTargets, TargetList } from './targets.js';
+
 /** The pseudo-step that selects the run's own events. */
 export const RUN_LEVEL = '';
 
-/** When a step (or one target of it) started and ended, from its attempts. */
-function span(run: RunDetail, stepId: string, targetId?: string): { from?: string; to?: string } {
-  const attempts = run.attempts.filter(
-    (a) => a.stepId === stepId && a.kind === 'step' && (targetId === undefined || a.targetId === targetId),
-  );
+/** When a step started and ended, from its attempts. */
+function span(run: RunDetail, stepId: string): { from?: string; to?: string } {
+  const attempts = run.attempts.filter((a) => a.stepId === stepId && a.kind === 'step');
   const starts = attempts.flatMap((a) => (a.startedAt ? [a.startedAt] : [])).sort();
   const ends = attempts.flatMap((a) => (a.endedAt ? [a.endedAt] : [])).sort();
   return { from: starts[0], to: ends.at(-1) };
 }
 
-/** The steps of a run with status, attempts and timings, and each step's targets; one is selected. */
-export function StepList(props: { run: RunDetail; selected: string; onSelect: (stepId: string) => void }) {
+/**
+ * The steps of a run with status, attempts and timings; a fan-out step shows its expected targets
+ * and counts per status, and the selected one lists its targets, of which one may be selected.
+ */
+export function StepList(props: {
+  run: RunDetail;
+  selected: string;
+  onSelect: (stepId: string) => void;
+  target: string | undefined;
+  onSelectTarget: (targetId: string | undefined) => void;
+}) {
   const { run, selected, onSelect } = props;
   return (
     <section class="pane" aria-labelledby="steps-title">
@@ -27,6 +36,7 @@ export function StepList(props: { run: RunDetail; selected: string; onSelect: (s
         </li>
         {run.steps.map((step) => {
           const { from, to } = span(run, step.id);
+          const fanout = hasTargets(step);
           return (
             <li key={step.id} data-step={step.id}>
               <button type="button" class="step" aria-pressed={selected === step.id} onClick={() => onSelect(step.id)}>
@@ -35,39 +45,16 @@ export function StepList(props: { run: RunDetail; selected: string; onSelect: (s
                 </span>
                 <span class={`badge status-${step.status}`}>{statusWords(step.status)}</span>
                 <span class="muted">
-                  {step.attempts > 0 && `attempt ${step.attempts}`} {duration(from, to)}
+                  {!fanout && step.attempts > 0 && `attempt ${step.attempts}`} {duration(from, to)}
                   {step.rollback && ` · rollback ${statusWords(step.rollback.status)}`}
                 </span>
               </button>
-              {step.targets.length > 0 && (step.targets.length > 1 || step.targets[0]?.targetId !== '-') && (
-                <table class="targets">
-                  <caption class="visually-hidden">Targets of {step.id}</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Target</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Attempt</th>
-                      <th scope="col">Time</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {step.targets.map((target) => {
-                      const t = span(run, step.id, target.targetId);
-                      return (
-                        <tr key={target.targetId}>
-                          <td>{target.targetId}</td>
-                          <td>
-                            {statusWords(target.status)}
-                            {target.error && <span class="error"> {target.error.message}</span>}
-                          </td>
-                          <td>{target.attempt}</td>
-                          <td>{duration(t.from, t.to)}</td>
-                        </tr>
-                      );
-                    })}
-                  </tbody>
-                </table>
-              )}
+              {fanout &&
+                (selected === step.id ? (
+                  <TargetList step={step} selected={props.target} onSelect={props.onSelectTarget} />
+                ) : (
+                  <CountChips step={step} />
+                ))}
             </li>
           );
         })}

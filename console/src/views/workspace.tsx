@@ -8,6 +8,9 @@ import { ActionButton } from './confirm.js';
 import { StatusBadge } from './runs.js';
 import { RUN_LEVEL, StepList } from './steps.js';
 
+/** The timeline shows this many of the selected events, newest last: a 1,000-target step is not drawn whole. */
+const TIMELINE_MAX = 300;
+
 /** The run workspace: steps and targets on one side, the selected step's output and events on the other. */
 export function WorkspaceScreen({ runId }: { runId: string }) {
   const { api, stream, identity } = useSession();
@@ -15,6 +18,7 @@ export function WorkspaceScreen({ runId }: { runId: string }) {
   const [error, setError] = useState<string>();
   const [events, setEvents] = useState<RunEvent[]>([]);
   const [selected, setSelected] = useState<string>();
+  const [target, setTarget] = useState<string>();
   const loading = useRef<Promise<void> | undefined>(undefined);
   const again = useRef(false);
 
@@ -44,6 +48,7 @@ export function WorkspaceScreen({ runId }: { runId: string }) {
     setRun(undefined);
     setEvents([]);
     setSelected(undefined);
+    setTarget(undefined);
     reload();
     return stream.subscribe(runId, (batch) => {
       setEvents((current) => [...current, ...batch]);
@@ -65,9 +70,34 @@ export function WorkspaceScreen({ runId }: { runId: string }) {
   const operate = hasRole(identity, CAN_OPERATE);
   const ended = TERMINAL.includes(run.status);
   const reason = reasonInWords(run);
-  const stepEvents = events.filter((e) => (step === RUN_LEVEL ? e.stepId === undefined : e.stepId === step));
+  const stepEvents = events.filter(
+    (e) =>
+      (step === RUN_LEVEL ? e.stepId === undefined : e.stepId === step) &&
+      (target === undefined || e.targetId === target),
+  );
   const output = stepEvents.filter((e) => e.type === 'step.output');
   const timeline = stepEvents.filter((e) => e.type !== 'step.output');
+  const shownTimeline = timeline.slice(-TIMELINE_MAX);
+  // The stream replays every event, so the detail's tail only fills the pane until the replay arrives.
+  const tail =
+    target === undefined
+      ? []
+      : (run.steps.find((s) => s.id === step)?.targets.find((t) => t.targetId === target)?.outputTail ?? []);
+  const outputText =
+    output.length > 0
+      ? output
+          .map(
+            (e) =>
+              `${target === undefined && e.targetId && e.targetId !== '-' ? `[${e.targetId}] ` : ''}${eventWords(e)}`,
+          )
+          .join('\n')
+      : tail.length > 0
+        ? tail.join('\n')
+        : 'No output yet.';
+  const selectStep = (id: string) => {
+    setSelected(id);
+    setTarget(undefined);
+  };
   return (
     <section aria-labelledby="run-title" class="workspace">
       <header class="run-head">
@@ -136,20 +166,29 @@ export function WorkspaceScreen({ runId }: { runId: string }) {
         {run.status === 'waiting_for_approval' && <ApprovalPanel run={run} onDecided={reload} />}
       </header>
       <div class="panes">
-        <StepList run={run} selected={step} onSelect={setSelected} />
+        <StepList run={run} selected={step} onSelect={selectStep} target={target} onSelectTarget={setTarget} />
         <section class="pane" aria-labelledby="live-title">
-          <h2 id="live-title">{step === RUN_LEVEL ? 'Run events' : `Step ${step}`}</h2>
+          <h2 id="live-title">
+            {step === RUN_LEVEL ? 'Run events' : `Step ${step}`}
+            {target !== undefined && ` on ${target}`}
+          </h2>
+          {target !== undefined && (
+            <button type="button" onClick={() => setTarget(undefined)}>
+              Show every target
+            </button>
+          )}
           <h3>Output</h3>
           <pre class="output" aria-live="polite" data-testid="output" tabIndex={0}>
-            {output.length === 0
-              ? 'No output yet.'
-              : output
-                  .map((e) => `${e.targetId && e.targetId !== '-' ? `[${e.targetId}] ` : ''}${eventWords(e)}`)
-                  .join('\n')}
+            {outputText}
           </pre>
           <h3>Timeline</h3>
+          {timeline.length > shownTimeline.length && (
+            <p class="muted">
+              The last {shownTimeline.length} of {timeline.length} events; pick a target to see its own.
+            </p>
+          )}
           <ol class="timeline" data-testid="timeline">
-            {timeline.map((e) => (
+            {shownTimeline.map((e) => (
               <li key={e.seq} data-type={e.type}>
                 <time dateTime={e.timestamp}>{new Date(e.timestamp).toLocaleTimeString()}</time>{' '}
                 <strong>{e.type}</strong>

@@ -179,16 +179,22 @@ export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName:
       return Item === undefined ? undefined : Number(Item.delivered);
     },
 
-    async markDelivered(connectionId: string, runId: string, owner: string, seq: number): Promise<void> {
-      await client.send(
-        new UpdateCommand({
-          TableName: tableName,
-          Key: key(connectionId, runId),
-          UpdateExpression: 'SET delivered = :seq',
-          ConditionExpression: 'lockOwner = :me',
-          ExpressionAttributeValues: { ':seq': seq, ':me': owner },
-        }),
-      );
+    async markDelivered(connectionId: string, runId: string, owner: string, seq: number) {
+      try {
+        await client.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: key(connectionId, runId),
+            UpdateExpression: 'SET delivered = :seq',
+            ConditionExpression: 'lockOwner = :me',
+            ExpressionAttributeValues: { ':seq': seq, ':me': owner },
+          }),
+        );
+        return 'marked';
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+        return 'lost';
+      }
     },
 
     /** Lets go of the lock unless someone marked the subscription dirty; then clears the mark and says so. */
@@ -206,16 +212,21 @@ export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName:
         return 'released';
       } catch (error) {
         if (!isConditionFailure(error)) throw error;
-        await client.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: key(connectionId, runId),
-            UpdateExpression: 'SET dirty = :false',
-            ConditionExpression: 'lockOwner = :me',
-            ExpressionAttributeValues: { ':me': owner, ':false': false },
-          }),
-        );
-        return 'dirty';
+        try {
+          await client.send(
+            new UpdateCommand({
+              TableName: tableName,
+              Key: key(connectionId, runId),
+              UpdateExpression: 'SET dirty = :false',
+              ConditionExpression: 'lockOwner = :me',
+              ExpressionAttributeValues: { ':me': owner, ':false': false },
+            }),
+          );
+          return 'dirty';
+        } catch (lost) {
+          if (!isConditionFailure(lost)) throw lost;
+          return 'released';
+        }
       }
     },
   };

@@ -29,6 +29,8 @@ export interface SubscriptionStore {
   subscribers(tenantId: string, runId: string): Promise<string[]>;
   lock(connectionId: string, runId: string, owner: string, now: Date): Promise<'held' | 'busy' | 'gone'>;
   delivered(connectionId: string, runId: string): Promise<number | undefined>;
-  markDelivered(connectionId: string, runId: string, owner: string, seq: number): Promise<void>;
+  /** 'lost' when the caller no longer holds the lock (the connection went away, or the lock expired and was taken). */
+  markDelivered(connectionId: string, runId: string, owner: string, seq: number): Promise<'marked' | 'lost'>;
+  /** 'released' also when the lock was no longer the caller's: its new holder, if any, delivers. */
   unlock(connectionId: string, runId: string, owner: string): Promise<'released' | 'dirty'>;
 }
