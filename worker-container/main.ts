@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     environment: env.CAPSTAN_ENVIRONMENT,
   });
   const callbacks = makeSfnCallbacks(sfnClient());
+  const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
   // A result may start a fan-out unit's next targets, or a pipeline target's next sub-step.
   const fanout = makeFanout({
     runs,
@@ -76,9 +77,9 @@ async function main(): Promise<void> {
     queue: makeSqsCommandQueue(sqsClient(), CAPSTAN_PREFIX),
     callbacks,
     clock: systemClock,
+    inventory: makeDynamoInventoryStore(documentClient, CAPSTAN_STATE_TABLE, { clock: systemClock, heartbeatMs }),
   });
   const results = makeStepResults({ runs, callbacks, clock: systemClock, fanout });
-  const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
   const groups = env.CAPSTAN_WORKER_GROUPS.split(',')
     .map((g) => g.trim())
     .filter(Boolean);

@@ -1,10 +1,11 @@
 import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
+import type { InventoryReader } from './ports/inventory.js';
 import type { RunRecord, RunStore } from './ports/runs.js';
 import { writes, type AggregateRef } from './ports/writes.js';
 import type { Clock, RunbookStore } from './ports.js';
 import { StaleWriteError } from '../domain/errors.js';
 import type { ErrorInfo, Run, StepExecution } from '../domain/entities.js';
-import { firstRunnable, nextRelease, unitOf } from '../domain/fanout.js';
+import { firstRunnable, MAX_TARGETS, nextRelease, unitOf } from '../domain/fanout.js';
 import type { ResolvedTarget } from '../domain/inventory.js';
 import type { StepCommand } from '../domain/messages.js';
 import { allSteps, type Runbook } from '../domain/runbook.js';
@@ -20,6 +21,11 @@ export interface FanoutDeps {
   readonly queue: CommandQueue;
   readonly callbacks: TaskCallbacks;
   readonly clock: Clock;
+  /**
+   * The tenant's inventory, to fail at once a command for an agent node that is offline
+   * (`TARGET_OFFLINE`) instead of leaving it in the node's queue until the agent returns.
+   */
+  readonly inventory?: InventoryReader;
 }
 
 /** Executions created per transaction, beside the run's head and the aggregate. */
@@ -75,12 +81,38 @@ export function makeFanout(deps: FanoutDeps) {
     return cached;
   }
 
-  /** Sends the commands of new executions; one the queue refuses fails for good (counted into its unit). */
-  async function send(record: RunRecord, runbook: Runbook, executions: readonly StepExecution[]): Promise<void> {
-    if (executions.length === 0) return;
+  /** The agent nodes among `executions`' targets that are offline now, with when they were last seen. */
+  async function offlineAgents(tenantId: string, executions: readonly StepExecution[]): Promise<Map<string, string>> {
+    const offline = new Map<string, string>();
+    if (!deps.inventory || !executions.some((e) => e.target?.source === 'agent')) return offline;
+    const nodes = new Map((await deps.inventory.list(tenantId)).map((n) => [n.id, n]));
+    for (const e of executions) {
+      if (e.target?.source !== 'agent') continue;
+      const node = nodes.get(e.target.id);
+      if (!node || node.status === 'offline') offline.set(e.target.id, node ? `last seen ${node.lastSeen}` : 'removed');
+    }
+    return offline;
+  }
+
+  /**
+   * Sends the commands of new executions; one the queue refuses, or for an agent node that is
+   * offline, fails for good (counted into its unit). Resolves how many failed.
+   */
+  async function send(record: RunRecord, runbook: Runbook, executions: readonly StepExecution[]): Promise<number> {
+    if (executions.length === 0) return 0;
     const failures = new Map<string, ErrorInfo>();
     const commands: StepCommand[] = [];
+    const offline = await offlineAgents(record.run.tenantId, executions);
     for (const e of executions) {
+      const gone = offline.get(e.targetId);
+      if (gone !== undefined) {
+        failures.set(e.executionId, {
+          code: 'TARGET_OFFLINE',
+          message: `agent node ${e.targetId} is offline (${gone})`,
+          retryable: false,
+        });
+        continue;
+      }
       const step = allSteps(runbook).find((s) => s.step.id === e.stepId)?.step;
       if (!step) continue;
       try {
@@ -100,11 +132,12 @@ export function makeFanout(deps: FanoutDeps) {
         message: `the queue refused the step's command (${r.code}): ${r.message}`,
         retryable: false,
       });
-    if (failures.size === 0) return;
+    if (failures.size === 0) return 0;
     await endUnsent(deps, record.run.runId, (e) => {
       const error = failures.get(e.executionId);
       return error && { status: 'failed', error };
     });
+    return failures.size;
   }
 
   /** The first executions of released targets: the unit's step, or a pipeline's first runnable sub-step. */
@@ -134,7 +167,9 @@ export function makeFanout(deps: FanoutDeps) {
    */
   async function release(runId: string, ref: AggregateRef, known?: RunRecord): Promise<boolean> {
     let held = known;
-    for (let pass = 0; pass < 10; pass++) {
+    // Each pass makes progress (targets started, failed before starting, or skipped) or lost a race.
+    let races = 0;
+    for (let pass = 0; races < 10 && pass <= MAX_TARGETS; pass++) {
       const aggregate = await deps.runs.aggregate(runId, ref.stepKind, ref.stepId, ref.attempt);
       if (!aggregate) return false;
       if (aggregate.completed) return false;
@@ -183,11 +218,13 @@ export function makeFanout(deps: FanoutDeps) {
           }),
           record,
         );
-        await send(committed?.record ?? record, runbook, executions);
-        if (started.length === next.count) return false;
+        const failed = await send(committed?.record ?? record, runbook, executions);
+        // Targets that failed before starting free their places at once: look again.
+        if (failed === 0 && started.length === next.count) return false;
       } catch (error) {
         // Another result released (or skipped) first: look again.
         if (!(error instanceof StaleWriteError)) throw error;
+        races++;
       }
     }
     return true;

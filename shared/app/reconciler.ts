@@ -1,3 +1,4 @@
+import type { InventoryReader } from './ports/inventory.js';
 import type { ApprovalStore } from './ports/approvals.js';
 import type { RunStore } from './ports/runs.js';
 import type { Run, StepExecution } from '../domain/entities.js';
@@ -32,6 +33,8 @@ export interface ReconcilerDeps {
   readonly callbacks: TaskCallbacks;
   /** Sends a command again whose first send a crash prevented. */
   readonly queue: CommandQueue;
+  /** For the fan-out repairs: a command for an offline agent node fails instead of waiting. */
+  readonly inventory?: InventoryReader;
   readonly approvals: ApprovalStore;
   /** Sends escalations of gates past their SLA. */
   readonly alerts?: ApprovalAlerts;

@@ -281,4 +281,25 @@ describe('fan-out', () => {
     const { order } = await drive(runId);
     expect(order).toEqual(['work@db-1', 'report@db-1']);
   });
+
+  it('fails a target whose agent node is offline at once, and goes on with the others', async () => {
+    await inventory.registerAgent(
+      { id: 'agent-1', tenantId: 'acme', groups: ['agents'], attributes: {}, workerId: 'w-1' },
+      clock.now(),
+    );
+    clock.advance(60_000);
+    await inventory.registerAgent(
+      { id: 'agent-2', tenantId: 'acme', groups: ['agents'], attributes: {}, workerId: 'w-2' },
+      clock.now(),
+    );
+    const runId = await startRun({
+      strategy: 'continue',
+      steps: [echo('ping', { target: { group: 'agents' }, max_concurrency: 1 })],
+    });
+    const { decision, order } = await drive(runId);
+    expect(order).toEqual(['ping@agent-2']);
+    expect(decision).toMatchObject({ action: 'fail' });
+    const failed = (await runs.executions(runId)).find((e) => e.targetId === 'agent-1');
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'TARGET_OFFLINE' } });
+  });
 });
