@@ -302,4 +302,30 @@ describe('fan-out', () => {
     const failed = (await runs.executions(runId)).find((e) => e.targetId === 'agent-1');
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'TARGET_OFFLINE' } });
   });
+
+  it('undoes a pipeline step that failed for good with its own rollback, on that target only', async () => {
+    const runId = await startRun({
+      phases: [
+        {
+          id: 'rolling',
+          mode: 'pipeline',
+          steps: [
+            echo('restart', {
+              rollback: { backend: 'test', action: 'echo', params: { message: 'start {{ target.id }}' } },
+            }),
+            echo('verify'),
+          ],
+        },
+      ],
+    });
+    const { decision } = await drive(runId, (cmd) =>
+      cmd.stepId === 'restart' && cmd.kind === 'step' && cmd.targetId === 'web-2'
+        ? { outcome: 'failed', error: { code: 'DOWN', message: 'no', retryable: false } }
+        : { outcome: 'succeeded' },
+    );
+    const rollbacks = queue.sent.filter((s) => s.command.kind === 'rollback').map((s) => s.command);
+    expect(rollbacks.map((c) => [c.targetId, c.params.message])).toEqual([['web-2', 'start web-2']]);
+    expect(queue.sent.some((s) => s.command.stepId === 'verify' && s.command.targetId === 'web-2')).toBe(false);
+    expect(decision).toMatchObject({ action: 'fail' });
+  });
 });

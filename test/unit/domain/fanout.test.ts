@@ -98,6 +98,34 @@ describe('pipeline scheduling', () => {
     });
   });
 
+  it("runs a step's own rollback on the target where it failed for good, then takes the failure path", () => {
+    const undoable = phaseSchema.parse({
+      id: 'p',
+      mode: 'pipeline',
+      steps: [
+        {
+          id: 'restart',
+          backend: 'test',
+          action: 'echo',
+          params: { message: 'r' },
+          rollback: { backend: 'test', action: 'echo', params: { message: 'start' } },
+        },
+        { id: 'verify', backend: 'test', action: 'echo', params: { message: 'v' } },
+        { id: 'report', backend: 'test', action: 'echo', params: { message: 'l' }, condition: 'always' },
+      ],
+    });
+    expect(pipelineNext(undoable, { stepId: 'restart', attempt: 1, succeeded: false, failedBefore: false })).toEqual({
+      kind: 'run',
+      stepId: 'restart',
+      attempt: 1,
+      failedBefore: true,
+      rollback: true,
+    });
+    expect(
+      pipelineNext(undoable, { kind: 'rollback', stepId: 'restart', attempt: 1, succeeded: true, failedBefore: true }),
+    ).toEqual({ kind: 'run', stepId: 'report', attempt: 1, failedBefore: true });
+  });
+
   it('does not retry an error that says it cannot be retried', () => {
     expect(
       pipelineNext(phase, { stepId: 'b', attempt: 1, succeeded: false, retryable: false, failedBefore: false }),
