@@ -1,7 +1,7 @@
 import { emptySummary, makeReconcile, type ReconcileSummary } from '../shared/app/reconciler.js';
 import { config } from '../shared/config.js';
 import { sqsClient } from '../shared/adapters/aws-clients.js';
-import { makeSqsQueueDepths } from '../shared/adapters/sqs/queue-depths.js';
+import { makeSqsQueueDepths } from '../shared/adapters/sqs/queue-depth.js';
 import { documentClient } from '../shared/adapters/dynamodb/client.js';
 import { makeConnectionStore } from '../shared/adapters/dynamodb/connection-store.js';
 import { SANDBOX_PROFILE_NAMES } from '../shared/domain/sandbox-profiles.js';

@@ -1,6 +1,7 @@
 import { writes, type WriteIntent } from './ports/writes.js';
 import { autoApprove } from '../domain/approvals.js';
-import type { Run } from '../domain/entities.js';
+import type { ErrorInfo, Run } from '../domain/entities.js';
+import { profileAllows, SANDBOX_PROFILES, type SandboxProfileName } from '../domain/sandbox-profiles.js';
 import type { EventDraft } from '../domain/events.js';
 import type { PlanDecision } from '../domain/planner.js';
 import { draft } from './drafts.js';
@@ -63,4 +64,67 @@ export function admittedBy(
     ),
   );
   return { events, writes: [writes.putApproval(approval)] };
+}
+
+/** Why a step may not run at all: the policy denied it, or its sandbox profile does not allow an action of it. */
+export interface Refusal {
+  readonly rule: string;
+  readonly reason: string;
+  readonly viaPolicy: boolean;
+  /** The action the sandbox profile refused, for `sandbox.violation`. */
+  readonly action?: { readonly backend: string; readonly action: string };
+}
+
+/** The refusal of a step's first dispatch, if any: the policy's deny first, then the profile's check of each action. */
+export function refusalOf(
+  policy: Extract<PlanDecision, { action: 'dispatch' }>['policy'],
+  bodies: ReadonlyArray<{ readonly backend: string; readonly action: string }>,
+  profile: SandboxProfileName,
+): Refusal | undefined {
+  if (policy?.outcome === 'deny') return { rule: policy.rule, reason: policy.reason, viaPolicy: true };
+  const forbidden = bodies.find((b) => !profileAllows(SANDBOX_PROFILES[profile], b.backend, b.action));
+  if (!forbidden) return undefined;
+  return {
+    rule: 'sandbox-profile',
+    reason: `${forbidden.backend}.${forbidden.action} is not allowed by sandbox profile ${profile}`,
+    viaPolicy: false,
+    action: { backend: forbidden.backend, action: forbidden.action },
+  };
+}
+
+/**
+ * What records a refusal: `policy.decided` (denied by the policy), `sandbox.violation` (refused
+ * by the profile) and `step.failed`, with the error the step fails with for good.
+ */
+export function refusedBy(
+  refusal: Refusal,
+  about: { readonly stepId: string; readonly kind: 'step' | 'rollback'; readonly attempt: number },
+  profile: SandboxProfileName,
+  now: string,
+): { events: EventDraft[]; error: ErrorInfo } {
+  const { rule, reason } = refusal;
+  const { stepId, kind, attempt } = about;
+  const code = refusal.action
+    ? 'SANDBOX_VIOLATION'
+    : rule === 'approval-expired'
+      ? 'APPROVAL_EXPIRED'
+      : 'POLICY_DENIED';
+  const error = { code, message: reason, retryable: false };
+  return {
+    error,
+    events: [
+      ...(refusal.viaPolicy ? [draft('policy.decided', now, { outcome: 'deny', rule, reason }, { stepId })] : []),
+      ...(refusal.action
+        ? [
+            draft(
+              'sandbox.violation',
+              now,
+              { ...refusal.action, sandboxProfile: profile, enforcedBy: 'dispatcher', reason },
+              { stepId, meta: { sandboxProfile: profile } },
+            ),
+          ]
+        : []),
+      draft('step.failed', now, { kind, attempt, outcome: 'failed', error }, { stepId }),
+    ],
+  };
 }

@@ -1,15 +1,12 @@
 import type { Principal } from '../domain/entities.js';
-import type { SandboxProfileName } from '../domain/sandbox-profiles.js';
 import { RUN_STATUSES, type RunStatus, WORKER_STATUSES, type WorkerStatus } from '../domain/statuses.js';
 import { livenessOf, workerScopeOf } from '../domain/workers.js';
 import type { ApprovalStore } from './ports/approvals.js';
+import type { QueueDepths } from './ports/capacity.js';
 import type { RunStore } from './ports/runs.js';
 import type { Clock, WorkerStore } from './ports.js';
 
-/** How many messages wait in each profile's step queue (approximate, as the queue reports it). */
-export interface QueueDepths {
-  depths(): Promise<ReadonlyMap<SandboxProfileName, number>>;
-}
+export type { QueueDepths };
 
 export interface DashboardDeps {
   readonly runs: Pick<RunStore, 'list'>;

@@ -8,10 +8,9 @@ import { MAX_TARGETS, rateLimitsOf, unitOf } from '../domain/fanout.js';
 import { describeTarget, resolveTarget, type ResolvedTarget } from '../domain/inventory.js';
 import type { PlanDecision } from '../domain/planner.js';
 import type { Runbook, Step } from '../domain/runbook.js';
-import { profileAllows, SANDBOX_PROFILES } from '../domain/sandbox-profiles.js';
 import type { Aggregate } from '../domain/step-records.js';
 import { ONCE } from '../domain/step-command.js';
-import { admittedBy } from './admitted.js';
+import { admittedBy, refusalOf, refusedBy } from './admitted.js';
 import type { ApprovalStore } from './ports/approvals.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
 import type { InterpreterDeps } from './plan.js';
@@ -144,51 +143,17 @@ export function makeFanoutDispatch(deps: FanoutDispatchDeps) {
     const profile = runbook.sandbox_profile;
     const about = { stepId: step.id, meta: { sandboxProfile: profile } };
     const { policy } = decision;
-    if (policy?.outcome === 'deny') {
-      const error = {
-        code: policy.rule === 'approval-expired' ? 'APPROVAL_EXPIRED' : 'POLICY_DENIED',
-        message: policy.reason,
-        retryable: false,
-      };
-      return endBeforeStart(
-        record,
-        ref,
-        1,
-        taskToken,
-        [
-          draft('policy.decided', now, { outcome: 'deny', rule: policy.rule, reason: policy.reason }, about),
-          draft('step.failed', now, { kind, attempt, outcome: 'failed', error }, about),
-        ],
-        error,
-      );
-    }
-    const forbidden = bodies.find((b) => !profileAllows(SANDBOX_PROFILES[profile], b.backend, b.action));
-    if (forbidden) {
-      const reason = `${forbidden.backend}.${forbidden.action} is not allowed by sandbox profile ${profile}`;
-      const error = { code: 'SANDBOX_VIOLATION', message: reason, retryable: false };
-      deps.onViolation?.({ runId, stepId: step.id, action: `${forbidden.backend}.${forbidden.action}`, profile });
-      return endBeforeStart(
-        record,
-        ref,
-        1,
-        taskToken,
-        [
-          draft(
-            'sandbox.violation',
-            now,
-            {
-              backend: forbidden.backend,
-              action: forbidden.action,
-              sandboxProfile: profile,
-              enforcedBy: 'dispatcher',
-              reason,
-            },
-            about,
-          ),
-          draft('step.failed', now, { kind, attempt, outcome: 'failed', error }, about),
-        ],
-        error,
-      );
+    const refusal = refusalOf(policy, bodies, profile);
+    if (refusal) {
+      const { events, error } = refusedBy(refusal, { stepId: step.id, kind, attempt }, profile, now);
+      if (refusal.action)
+        deps.onViolation?.({
+          runId,
+          stepId: step.id,
+          action: `${refusal.action.backend}.${refusal.action.action}`,
+          profile,
+        });
+      return endBeforeStart(record, ref, 1, taskToken, events, error);
     }
 
     const targets = await targetsFor(record, step, kind, attempt, pipeline);

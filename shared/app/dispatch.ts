@@ -1,18 +1,16 @@
 import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalStore } from './ports/approvals.js';
 import { writes } from './ports/writes.js';
-import { admittedBy } from './admitted.js';
+import { admittedBy, type Refusal, refusalOf, refusedBy } from './admitted.js';
 import { isFanoutUnit, makeFanoutDispatch } from './dispatch-fanout.js';
-import { makeFanout } from './fanout.js';
+import { makeFanout, newExecution } from './fanout.js';
 import type { InventoryReader } from './ports/inventory.js';
 import { StaleWriteError } from '../domain/errors.js';
-import type { ErrorInfo, StepExecution } from '../domain/entities.js';
+import type { StepExecution } from '../domain/entities.js';
 import type { Aggregate } from '../domain/step-records.js';
-import type { StepCommand } from '../domain/messages.js';
 import type { PlanDecision } from '../domain/planner.js';
 import { allSteps } from '../domain/runbook.js';
-import { profileAllows, SANDBOX_PROFILES, type SandboxProfileName } from '../domain/sandbox-profiles.js';
-import { commandFor, ONCE } from '../domain/step-command.js';
+import type { SandboxProfileName } from '../domain/sandbox-profiles.js';
 import type { InterpreterDeps } from './plan.js';
 import { runbookOf } from './runs.js';
 import { draft } from './drafts.js';
@@ -34,60 +32,35 @@ export interface DispatchDeps extends InterpreterDeps {
  * already completed resumes the execution at once.
  */
 export function makeDispatch(deps: DispatchDeps) {
-  const dispatchUnit = makeFanoutDispatch({ ...deps, fanout: makeFanout(deps) });
+  const fanout = makeFanout(deps);
+  const dispatchUnit = makeFanoutDispatch({ ...deps, fanout });
   /**
    * Records a step that may not run as failed for good, and resumes: denied by the policy (with
    * `policy.decided`), or not allowed by the sandbox profile (with `sandbox.violation` too).
    */
   async function refuse(
-    stepId: string,
-    kind: 'step' | 'rollback',
-    attempt: number,
-    executions: readonly StepExecution[],
-    body: { backend: string; action: string },
+    execution: StepExecution,
+    refusal: Refusal,
     profile: SandboxProfileName,
-    verdict: { rule: string; reason: string; viaPolicy: boolean },
     now: string,
     taskToken: string,
   ): Promise<boolean> {
-    const runId = executions[0]?.runId ?? '';
-    const { rule, reason } = verdict;
-    const violation = rule === 'sandbox-profile';
-    const code = violation ? 'SANDBOX_VIOLATION' : rule === 'approval-expired' ? 'APPROVAL_EXPIRED' : 'POLICY_DENIED';
-    const error = { code, message: reason, retryable: false };
+    const { runId, stepId, kind, attempt } = execution;
+    const { events, error } = refusedBy(refusal, { stepId, kind, attempt }, profile, now);
     try {
       await deps.runs.mutate(runId, () => ({
         run: { currentStepId: stepId, updatedAt: now },
-        events: [
-          ...(verdict.viaPolicy ? [draft('policy.decided', now, { outcome: 'deny', rule, reason }, { stepId })] : []),
-          ...(violation
-            ? [
-                draft(
-                  'sandbox.violation',
-                  now,
-                  {
-                    backend: body.backend,
-                    action: body.action,
-                    sandboxProfile: profile,
-                    enforcedBy: 'dispatcher',
-                    reason,
-                  },
-                  { stepId, meta: { sandboxProfile: profile } },
-                ),
-              ]
-            : []),
-          draft('step.failed', now, { kind, attempt, outcome: 'failed', error }, { stepId }),
-        ],
+        events,
         writes: [
-          ...executions.map((e) => writes.putExecution({ ...e, status: 'failed', endedAt: now, error })),
+          writes.putExecution({ ...execution, status: 'failed', endedAt: now, error }),
           writes.putAggregate(runId, {
             kind,
             stepId,
             attempt,
-            total: executions.length,
-            done: executions.length,
+            total: 1,
+            done: 1,
             succeeded: 0,
-            failed: executions.length,
+            failed: 1,
             completed: true,
             taskToken,
           }),
@@ -98,7 +71,8 @@ export function makeDispatch(deps: DispatchDeps) {
       if (err instanceof StaleWriteError) return false;
       throw err;
     }
-    if (violation) deps.onViolation?.({ runId, stepId, action: `${body.backend}.${body.action}`, profile });
+    if (refusal.action)
+      deps.onViolation?.({ runId, stepId, action: `${refusal.action.backend}.${refusal.action.action}`, profile });
     await deps.callbacks.succeed(taskToken, { stepId, kind, attempt, refused: true });
     return true;
   }
@@ -128,38 +102,15 @@ export function makeDispatch(deps: DispatchDeps) {
     let fresh: { aggregate: Aggregate; executions: readonly StepExecution[] } | undefined;
     let writtenEarlier = false;
     if (!existing) {
-      const targets = [ONCE];
-      const executions: StepExecution[] = targets.map((targetId) => ({
-        executionId: `${runId}.${kind}.${step.id}.${attempt}.${targetId}`,
-        runId,
-        tenantId: record.run.tenantId,
-        stepId: step.id,
-        kind,
-        targetId,
-        attempt,
-        status: 'pending',
-        // Stable across attempts: a receipt written by an attempt that succeeded is found by the next.
-        idempotencyKey: `${runId}.${kind}.${step.id}.${targetId}`,
-        createdAt: now,
-        outputTail: [],
-        secretsUsed: [],
-      }));
+      const execution = newExecution(record.run, kind, step.id, attempt, undefined, now);
+      const executions = [execution];
       const body = kind === 'rollback' && step.rollback ? step.rollback : step;
       const profile = runbook.sandbox_profile;
       // Refused before anything is queued: the step fails for good and the run goes on from there.
       const { policy } = decision;
-      const refusal =
-        policy?.outcome === 'deny'
-          ? { ...policy, viaPolicy: true }
-          : !profileAllows(SANDBOX_PROFILES[profile], body.backend, body.action)
-            ? {
-                rule: 'sandbox-profile',
-                reason: `${body.backend}.${body.action} is not allowed by sandbox profile ${profile}`,
-                viaPolicy: false,
-              }
-            : undefined;
+      const refusal = refusalOf(policy, [body], profile);
       if (refusal) {
-        if (await refuse(step.id, kind, attempt, executions, body, profile, refusal, now, taskToken)) return;
+        if (await refuse(execution, refusal, profile, now, taskToken)) return;
         writtenEarlier = true;
       }
       const admitted = admittedBy(record.run, step.id, body, policy, deps.clock.now());
@@ -190,7 +141,7 @@ export function makeDispatch(deps: DispatchDeps) {
                     attempt,
                     backend: body.backend,
                     action: body.action,
-                    targets,
+                    targets: [execution.targetId],
                   },
                   { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
                 ),
@@ -226,31 +177,7 @@ export function makeDispatch(deps: DispatchDeps) {
     const executions = (fresh?.executions ?? (await deps.runs.executions(runId))).filter(
       (e) => mine(e) && ['pending', 'leased', 'running'].includes(e.status),
     );
-    const failures = new Map<string, ErrorInfo>();
-    const commands: StepCommand[] = [];
-    for (const e of executions) {
-      try {
-        commands.push(commandFor(runbook, record.run, step, e));
-      } catch (error) {
-        failures.set(e.executionId, {
-          code: 'PARAMS_INVALID',
-          message: `the step's params could not be rendered: ${(error as Error).message}`,
-          retryable: false,
-        });
-      }
-    }
-    const rejected = commands.length > 0 ? await deps.queue.send(runbook.sandbox_profile, commands) : [];
-    for (const r of rejected)
-      failures.set(r.executionId, {
-        code: 'COMMAND_REJECTED',
-        message: `the queue refused the step's command (${r.code}): ${r.message}`,
-        retryable: false,
-      });
-    if (failures.size === 0) return;
     // A command no queue can carry fails its execution for good; sending it again cannot help.
-    await endUnsent(deps, runId, (e) => {
-      const error = failures.get(e.executionId);
-      return error && { status: 'failed', error };
-    });
+    await fanout.send(record, runbook, executions);
   };
 }

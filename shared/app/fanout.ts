@@ -10,7 +10,7 @@ import type { ResolvedTarget } from '../domain/inventory.js';
 import type { StepCommand } from '../domain/messages.js';
 import { allSteps, type Runbook } from '../domain/runbook.js';
 import type { Aggregate } from '../domain/step-records.js';
-import { commandFor, executionIdOf } from '../domain/step-command.js';
+import { commandFor, executionIdOf, ONCE } from '../domain/step-command.js';
 import { draft } from './drafts.js';
 import { runbookOf } from './runs.js';
 import { endUnsent } from './unsent.js';
@@ -31,31 +31,35 @@ export interface FanoutDeps {
 /** Executions created per transaction, beside the run's head and the aggregate. */
 const RELEASE_CHUNK = 90;
 
-/** A new execution of `stepId` on `target`, as a release or a pipeline's next sub-step creates it. */
+/**
+ * A new execution of `stepId` on `target` (a release, a pipeline's next sub-step), or, without a
+ * target, of a step that runs once on any worker of its profile.
+ */
 export function newExecution(
   run: { readonly runId: string; readonly tenantId: string },
   kind: 'step' | 'rollback',
   stepId: string,
   attempt: number,
-  target: ResolvedTarget,
+  target: ResolvedTarget | undefined,
   now: string,
   pipeline?: StepExecution['pipeline'],
 ): StepExecution {
+  const targetId = target?.id ?? ONCE;
   return {
-    executionId: executionIdOf(run.runId, kind, stepId, attempt, target.id),
+    executionId: executionIdOf(run.runId, kind, stepId, attempt, targetId),
     runId: run.runId,
     tenantId: run.tenantId,
     stepId,
     kind,
-    targetId: target.id,
+    targetId,
     attempt,
     status: 'pending',
     // Stable across attempts: a receipt written by an attempt that succeeded is found by the next.
-    idempotencyKey: `${run.runId}.${kind}.${stepId}.${target.id}`,
+    idempotencyKey: `${run.runId}.${kind}.${stepId}.${targetId}`,
     createdAt: now,
     outputTail: [],
     secretsUsed: [],
-    target,
+    ...(target && { target }),
     ...(pipeline && { pipeline }),
   };
 }
@@ -120,7 +124,7 @@ export function makeFanout(deps: FanoutDeps) {
       } catch (error) {
         failures.set(e.executionId, {
           code: 'PARAMS_INVALID',
-          message: `the step's params could not be rendered for ${e.targetId}: ${(error as Error).message}`,
+          message: `the step's params could not be rendered${e.target ? ` for ${e.targetId}` : ''}: ${(error as Error).message}`,
           retryable: false,
         });
       }

@@ -1,5 +1,6 @@
-import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { QueueDepth } from '../../app/ports/capacity.js';
+import { GetQueueAttributesCommand, QueueDoesNotExist, type SQSClient } from '@aws-sdk/client-sqs';
+import type { QueueDepth, QueueDepths } from '../../app/ports/capacity.js';
+import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
 import { stepQueueName } from '../../resources/queues.js';
 import { makeQueueUrls } from './command-queue.js';
 
@@ -18,6 +19,32 @@ export function makeSqsQueueDepth(client: SQSClient, prefix: string): QueueDepth
         visible: Number(Attributes?.ApproximateNumberOfMessages ?? 0),
         inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
       };
+    },
+  };
+}
+
+/**
+ * Messages waiting in each profile's queue (`ApproximateNumberOfMessages`), from the same reads;
+ * a profile this deployment has no queue for is left out.
+ */
+export function makeSqsQueueDepths(
+  client: SQSClient,
+  prefix: string,
+  profiles: readonly SandboxProfileName[],
+): QueueDepths {
+  const queue = makeSqsQueueDepth(client, prefix);
+  const visibleIn = async (profile: SandboxProfileName): Promise<[SandboxProfileName, number] | undefined> => {
+    try {
+      return [profile, (await queue.depth(profile)).visible];
+    } catch (error) {
+      if (error instanceof QueueDoesNotExist) return undefined;
+      throw error;
+    }
+  };
+  return {
+    async depths() {
+      const found = await Promise.all(profiles.map(visibleIn));
+      return new Map(found.filter((entry) => entry !== undefined));
     },
   };
 }

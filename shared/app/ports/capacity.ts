@@ -12,3 +12,8 @@ export interface QueueDepthReading {
 export interface QueueDepth {
   depth(profile: SandboxProfileName): Promise<QueueDepthReading>;
 }
+
+/** How many messages wait in each profile's step queue (approximate, as the queue reports it). */
+export interface QueueDepths {
+  depths(): Promise<ReadonlyMap<SandboxProfileName, number>>;
+}

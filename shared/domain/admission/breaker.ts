@@ -89,6 +89,3 @@ export function admitThrough(breaker: BreakerState, runId: string, now: Date): B
     return { ...breaker, state: 'half_open', probeRunId: runId, updatedAt: now.toISOString() };
   return undefined;
 }
-
-/** The gauge value of `circuit_breaker_state`: 0 closed, 1 half-open, 2 open. */
-export const breakerGauge = (state: BreakerState['state']) => (state === 'closed' ? 0 : state === 'half_open' ? 1 : 2);
