@@ -1,6 +1,9 @@
 import type { QueueDepth } from '../shared/app/ports/capacity.js';
 import { nextPoolSize, type PoolBounds } from '../shared/domain/capacity.js';
-import type { SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { makeSqsQueueDepth } from '../shared/adapters/sqs/queue-depth.js';
+import { type CapacityConfig, capacityOf } from '../shared/config.js';
+import { SANDBOX_PROFILE_NAMES, type SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
 import type { WorkerPool } from './workers.js';
 
 export interface ScalerOptions {
@@ -61,5 +64,40 @@ export function startScaler(options: ScalerOptions): Scaler {
   return {
     samples,
     stop: () => clearInterval(timer),
+  };
+}
+
+/**
+ * The local stack's scaler: every profile's pool follows its queue on the local queue service,
+ * within the bounds `CAPSTAN_CAPACITY` gives (as Application Auto Scaling does in AWS).
+ */
+export function startLocalScaler(options: {
+  readonly pool: ScalerOptions['pool'];
+  readonly queueEndpoint: string;
+  readonly region: string;
+  readonly prefix: string;
+  readonly capacity: CapacityConfig | undefined;
+  readonly intervalMs?: number;
+  readonly log: (line: string) => void;
+}): Scaler {
+  const sqs = new SQSClient({
+    endpoint: options.queueEndpoint,
+    region: options.region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    useQueueUrlAsEndpoint: false,
+  });
+  const scaler = startScaler({
+    pool: options.pool,
+    depth: makeSqsQueueDepth(sqs, options.prefix),
+    profiles: new Map(SANDBOX_PROFILE_NAMES.map((profile) => [profile, capacityOf(options.capacity, profile)])),
+    intervalMs: options.intervalMs ?? 2_000,
+    log: options.log,
+  });
+  return {
+    samples: scaler.samples,
+    stop() {
+      scaler.stop();
+      sqs.destroy();
+    },
   };
 }

@@ -29,11 +29,8 @@ import { startLocalKms } from './kms.js';
 import { LocalStepFunctions } from './stepfunctions.js';
 import { StreamMapping } from './streams.js';
 import { type AgentWorkerSpec, WorkerPool } from './workers.js';
-import { type Scaler, startScaler } from './scaler.js';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { makeSqsQueueDepth } from '../shared/adapters/sqs/queue-depth.js';
-import { capacityOf, parseConfig } from '../shared/config.js';
-import { SANDBOX_PROFILE_NAMES } from '../shared/domain/sandbox-profiles.js';
+import { type Scaler, startLocalScaler } from './scaler.js';
+import { parseConfig } from '../shared/config.js';
 
 const ROOT = join(import.meta.dirname, '..');
 export const REGION = 'us-east-1';
@@ -407,26 +404,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     cleanups.push(() => pool.stop());
     let scaler: Scaler | undefined;
     if (options.autoscale) {
-      const capacity = parseConfig(env).CAPSTAN_CAPACITY;
-      const sqs = new SQSClient({
-        endpoint: queueEndpoint,
-        region: REGION,
-        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-        useQueueUrlAsEndpoint: false,
-      });
-      const running = startScaler({
+      const running = startLocalScaler({
         pool,
-        depth: makeSqsQueueDepth(sqs, PREFIX),
-        profiles: new Map(SANDBOX_PROFILE_NAMES.map((profile) => [profile, capacityOf(capacity, profile)])),
-        intervalMs: options.autoscale.intervalMs ?? 2_000,
+        queueEndpoint,
+        region: REGION,
+        prefix: PREFIX,
+        capacity: parseConfig(env).CAPSTAN_CAPACITY,
+        ...(options.autoscale.intervalMs !== undefined && { intervalMs: options.autoscale.intervalMs }),
         log,
       });
       scaler = running;
       // Before the pool stops: a scale-in must not start while the workers drain for shutdown.
-      cleanups.push(() => {
-        running.stop();
-        sqs.destroy();
-      });
+      cleanups.push(() => running.stop());
     }
 
     const localFile = join(options.stateDir, 'local.json');

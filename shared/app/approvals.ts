@@ -6,7 +6,7 @@ import { writes } from './ports/writes.js';
 import { applyDecision, type DecisionBody, type DecisionResult, isOpen } from '../domain/approvals.js';
 import type { Principal } from '../domain/entities.js';
 import { ConflictError, NotFoundError } from '../domain/errors.js';
-import { stepState } from '../domain/planner.js';
+import { stepState } from '../domain/step-state.js';
 import { allSteps } from '../domain/runbook.js';
 import { runStateMachine } from '../domain/statuses.js';
 import type { TaskCallbacks } from './ports/interpreter.js';

@@ -4,24 +4,18 @@ import type { Admission } from './admission.js';
 import type { ApprovalStore } from './ports/approvals.js';
 import type { RunStore } from './ports/runs.js';
 import { canonicalJson, type Json, sha256Hex } from '../domain/canonical.js';
-import {
-  type Principal,
-  prioritySchema,
-  type Run,
-  type StepExecution,
-  ticketSchema,
-  type Trigger,
-} from '../domain/entities.js';
+import { type Principal, prioritySchema, type Run, ticketSchema, type Trigger } from '../domain/entities.js';
 import { MAX_INPUTS_BYTES, storableJsonObject } from '../domain/storable.js';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { TicketBusyError } from '../domain/intake/ticket.js';
 import { lastInLine } from './ticket-queue.js';
 import type { RunEvent } from '../domain/events.js';
 import { parseRunbookObject, resolveInputs, type Runbook } from '../domain/runbook.js';
-import { RUN_STATUSES, runStateMachine, type RunStatus, stepExecutionStateMachine } from '../domain/statuses.js';
+import { RUN_STATUSES, runStateMachine, type RunStatus } from '../domain/statuses.js';
 import type { Clock, Page, RunbookStore } from './ports.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
-import { runErrorView, type StepView, waitingForView } from './run-reasons.js';
+import { runErrorView, waitingForView } from './run-reasons.js';
+import { stepViews } from './step-views.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 import { wakeAll } from './waits.js';
 import { cancelChange, rollbackChange } from './run-requests.js';
@@ -209,98 +203,7 @@ export function makeListRuns(deps: Pick<RunDeps, 'runs'>) {
 }
 
 export type { StepView } from './run-reasons.js';
-import type { TargetView } from './run-reasons.js';
 import { versionOf } from './runbook-versions.js';
-import type { Aggregate } from '../domain/step-records.js';
-
-/**
- * The per-step view of a run from its executions and aggregates. A step with a target lists
- * every node it resolved to: each with its latest execution (a retry runs only the targets that
- * failed), `waiting` while rate control holds it, or `skipped` when it never started.
- */
-export function stepViews(
-  runbook: Runbook,
-  run: Run,
-  executions: readonly StepExecution[],
-  aggregates: readonly Aggregate[] = [],
-): StepView[] {
-  return runbook.phases.flatMap((phase) =>
-    phase.steps.map((step): StepView => {
-      const mine = executions.filter((e) => e.stepId === step.id && e.kind === 'step');
-      const attempts = mine.reduce((max, e) => Math.max(max, e.attempt), 0);
-      const unitId = phase.mode === 'pipeline' ? (phase.steps[0]?.id ?? step.id) : step.id;
-      const units = aggregates.filter((a) => a.kind === 'step' && a.stepId === unitId);
-      const first = units.find((a) => a.attempt === 1);
-      const expected = first?.targets?.map((t) => t.id);
-      const latestOf = new Map<string, StepExecution>();
-      for (const e of mine) {
-        const known = latestOf.get(e.targetId);
-        if (!known || e.attempt > known.attempt) latestOf.set(e.targetId, e);
-      }
-      const unitOpen = units.some((a) => !a.completed);
-      const targets: TargetView[] = (expected ?? [...latestOf.keys()]).map((id) => {
-        const e = latestOf.get(id);
-        if (!e)
-          return {
-            id,
-            targetId: id,
-            status: unitOpen && !ended(run.status) ? 'waiting' : 'skipped',
-            attempt: 0,
-            outputTail: [],
-          };
-        return {
-          id,
-          targetId: id,
-          status: e.status,
-          attempt: e.attempt,
-          ...(e.startedAt && { startedAt: e.startedAt }),
-          ...(e.endedAt && { endedAt: e.endedAt }),
-          outputTail: e.outputTail,
-          ...(e.error && { error: e.error }),
-          ...(e.leaseOwner && { workerId: e.leaseOwner }),
-          ...(e.secretsUsed.length > 0 && { secretsUsed: e.secretsUsed }),
-        };
-      });
-      const counts: Record<string, number> = {};
-      for (const t of targets) counts[t.status] = (counts[t.status] ?? 0) + 1;
-      const started = targets.filter((t) => t.status !== 'waiting' && t.status !== 'skipped');
-      const refused = units.find((a) => a.error);
-      const tolerated = units.at(-1)?.limits?.tolerated ?? 0;
-      const failures = started.filter((t) => t.status !== 'succeeded').length + (counts.skipped ?? 0);
-      const status: StepView['status'] =
-        refused && started.length === 0
-          ? 'failed'
-          : targets.length === 0
-            ? ended(run.status) || (units.length > 0 && !unitOpen)
-              ? 'skipped'
-              : 'pending'
-            : started.some((t) => !stepExecutionStateMachine.isTerminal(t.status as StepExecution['status'])) ||
-                (unitOpen && targets.some((t) => t.status === 'waiting'))
-              ? 'running'
-              : started.length === 0
-                ? ended(run.status)
-                  ? 'skipped'
-                  : 'pending'
-                : started.every((t) => t.status === 'cancelled')
-                  ? 'cancelled'
-                  : failures <= tolerated && !counts.skipped
-                    ? 'succeeded'
-                    : 'failed';
-      const rollback = executions.find((e) => e.stepId === step.id && e.kind === 'rollback');
-      return {
-        id: step.id,
-        phase: phase.id,
-        backend: step.backend,
-        action: step.action,
-        status,
-        attempts,
-        ...(expected && { expected, counts }),
-        targets,
-        ...(rollback && { rollback: { status: rollback.status } }),
-      };
-    }),
-  );
-}
 
 export function makeGetRun(deps: Pick<RunDeps, 'runs' | 'runbooks'> & { approvals: Pick<ApprovalStore, 'list'> }) {
   return async (principal: Principal, runId: string) => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StepExecution } from '../../../shared/domain/entities.js';
-import { plan, type PlanInput, retryDelayMs } from '../../../shared/domain/planner.js';
+import { plan, type PlanInput } from '../../../shared/domain/planner.js';
+import { retryDelayMs } from '../../../shared/domain/step-state.js';
 import { parseRunbookObject } from '../../../shared/domain/runbook.js';
 
 const now = new Date('2026-01-01T00:10:00Z');
