@@ -81,8 +81,17 @@ export function refusalOf(
   bodies: ReadonlyArray<{ readonly backend: string; readonly action: string }>,
   profile: SandboxProfileName,
 ): Refusal | undefined {
-  if (policy?.outcome === 'deny') return { rule: policy.rule, reason: policy.reason, viaPolicy: true };
   const forbidden = bodies.find((b) => !profileAllows(SANDBOX_PROFILES[profile], b.backend, b.action));
+  if (policy?.outcome === 'deny') {
+    // The policy enforces the profile too: its denial under that rule is a violation as well.
+    const violated = policy.rule === 'sandbox-profile' ? (forbidden ?? bodies[0]) : undefined;
+    return {
+      rule: policy.rule,
+      reason: policy.reason,
+      viaPolicy: true,
+      ...(violated && { action: { backend: violated.backend, action: violated.action } }),
+    };
+  }
   if (!forbidden) return undefined;
   return {
     rule: 'sandbox-profile',
