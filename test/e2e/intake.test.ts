@@ -237,10 +237,12 @@ describe('EventBridge intake', () => {
 describe('signed webhooks', () => {
   it('answers 202 with a run for a good signature, and the same run for a redelivery', async () => {
     const body = JSON.stringify({ id: 'GEN-1', type: 'request', eventId: 'e-1' });
-    const first = await postWebhook('generic', body);
+    // A redelivery is signed anew: its timestamp differs from the first delivery's, whatever the clock did between.
+    const sentAt = Math.floor(Date.now() / 1000);
+    const first = await postWebhook('generic', body, { timestamp: sentAt });
     expect(first.status).toBe(202);
     expect(first.body).toMatchObject({ rule: 'generic', duplicate: false });
-    const again = await postWebhook('generic', body, { timestamp: Math.floor(Date.now() / 1000) - 1 });
+    const again = await postWebhook('generic', body, { timestamp: sentAt - 1 });
     expect(again.status).toBe(202);
     expect(again.body).toMatchObject({ runId: first.body.runId, duplicate: true });
     const { body: run } = await api('GET', `/runs/${String(first.body.runId)}`);
