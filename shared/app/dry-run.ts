@@ -4,7 +4,7 @@ import type { RunbookStore } from './ports.js';
 import type { Principal } from '../domain/entities.js';
 import { MAX_TARGETS, rateLimitsOf, unitOf, wavesOf } from '../domain/fanout.js';
 import { describeTarget, resolveTarget } from '../domain/inventory.js';
-import { decideStep, type PolicyDocument } from '../domain/policy.js';
+import { decideUnit, type PolicyDocument } from '../domain/policy.js';
 import { allSteps, parseRunbookObject, resolveInputs } from '../domain/runbook.js';
 import { profileAllows, SANDBOX_PROFILES } from '../domain/sandbox-profiles.js';
 import type { CreateRunBody } from './runs.js';
@@ -74,7 +74,7 @@ export function makeDryRun(deps: DryRunDeps) {
       const targets = selector ? resolveTarget(selector, nodes).map((n) => n.id) : [];
       const limited = pipeline && unit ? unit.phase : step;
       const limits = selector ? rateLimitsOf(limited, runbook.strategy, targets.length) : undefined;
-      const verdict = decideStep(deps.policy, runbook, pipeline ? (phase.steps[0]?.id ?? step.id) : step.id);
+      const verdict = decideUnit(deps.policy, runbook, pipeline ? (phase.steps[0]?.id ?? step.id) : step.id);
       const gate =
         verdict.outcome === 'needs_approval'
           ? { ...verdict.gate, autoApproved: false }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { durationMs } from './duration.js';
 import { approvalIdFor, isOpen } from './approvals.js';
 import type { Approval, ErrorInfo, Run } from './entities.js';
-import { approvalDeadlines, decideStep, type PolicyDocument } from './policy.js';
+import { approvalDeadlines, decideUnit, type PolicyDocument } from './policy.js';
 import { allSteps, blastRadiusSchema, type Phase, type Runbook, type Step } from './runbook.js';
 import { type ExecutionView, type StepState, stepState, type UnitCount } from './step-state.js';
 import { unitOf } from './fanout.js';
@@ -222,7 +222,7 @@ export function plan(input: PlanInput): PlanDecision {
  */
 function gated(input: PlanInput, step: Step): PlanDecision {
   const { runbook, now } = input;
-  const verdict = decideStep(input.policy ?? new Error('no policy'), runbook, step.id);
+  const verdict = decideUnit(input.policy ?? new Error('no policy'), runbook, step.id);
   const dispatch = { action: 'dispatch' as const, stepId: step.id, kind: 'step' as const, attempt: 1 };
   const { rule, reason } = verdict;
   if (verdict.outcome === 'deny') return { ...dispatch, policy: { outcome: 'deny', rule, reason } };

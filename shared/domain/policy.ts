@@ -219,6 +219,70 @@ export function decideStep(policy: PolicyDocument | Error, runbook: Runbook, ste
   }
 }
 
+/** The gate a decision puts on its step, approved by people or by policy; none when it has none. */
+function gateOf(verdict: PolicyDecision): GateSpec | undefined {
+  if (verdict.outcome === 'needs_approval') return verdict.gate;
+  return verdict.outcome === 'allow' ? verdict.autoApproved?.gate : undefined;
+}
+
+const sameGate = (a: GateSpec, b: GateSpec) =>
+  a.scope === b.scope &&
+  a.scopeId === b.scopeId &&
+  a.requiredApprovals === b.requiredApprovals &&
+  a.blastRadius === b.blastRadius;
+
+/**
+ * Decides a unit of dispatch: a step, or a pipeline phase named by its first step. A pipeline's
+ * targets go from one step to the next without coming back to the planner, so the phase is
+ * decided once, for all its steps, before its first target starts: a denied step denies the phase,
+ * and a gate on any step gates the phase, with the largest quorum and blast radius among them. A
+ * phase whose later steps add nothing is decided as its first step alone.
+ */
+export function decideUnit(policy: PolicyDocument | Error, runbook: Runbook, stepId: string): PolicyDecision {
+  const phase = runbook.phases.find((p) => p.steps.some((s) => s.id === stepId));
+  if (!phase || phase.mode !== 'pipeline' || phase.steps[0]?.id !== stepId) return decideStep(policy, runbook, stepId);
+  const verdicts = phase.steps.map((s) => ({ stepId: s.id, verdict: decideStep(policy, runbook, s.id) }));
+  const [head] = verdicts;
+  if (!head) return decideStep(policy, runbook, stepId);
+  const named = (v: { stepId: string; verdict: PolicyDecision }) =>
+    v === head ? v.verdict.reason : `step '${v.stepId}' of pipeline phase '${phase.id}': ${v.verdict.reason}`;
+
+  const denied = verdicts.find((v) => v.verdict.outcome === 'deny');
+  if (denied) return { outcome: 'deny', rule: denied.verdict.rule, reason: named(denied) };
+
+  const headGate = gateOf(head.verdict);
+  const gating = verdicts.filter((v) => gateOf(v.verdict) !== undefined);
+  const addsNothing = (v: (typeof verdicts)[number]) => {
+    const gate = gateOf(v.verdict);
+    return (
+      gate !== undefined &&
+      headGate !== undefined &&
+      sameGate(gate, headGate) &&
+      v.verdict.outcome === head.verdict.outcome
+    );
+  };
+  if (gating.every((v) => v === head || addsNothing(v))) return head.verdict;
+
+  // People must approve when any step needs them; policy approves only when it approves every gate.
+  const human = gating.filter((v) => v.verdict.outcome === 'needs_approval');
+  const deciding = human.length > 0 ? human : gating;
+  const gates = deciding.flatMap((v) => gateOf(v.verdict) ?? []);
+  const strongest = deciding.reduce((best, v) =>
+    (gateOf(v.verdict)?.requiredApprovals ?? 0) > (gateOf(best.verdict)?.requiredApprovals ?? 0) ? v : best,
+  );
+  const gate: GateSpec = {
+    scope: 'phase',
+    scopeId: phase.id,
+    requiredApprovals: Math.max(...gates.map((g) => g.requiredApprovals)),
+    blastRadius: gates.reduce<BlastRadius>((max, g) => (rank(g.blastRadius) > rank(max) ? g.blastRadius : max), 'low'),
+  };
+  const reason = deciding.map(named).join('; ');
+  if (human.length > 0) return { outcome: 'needs_approval', rule: strongest.verdict.rule, reason, gate };
+  const auto = strongest.verdict.outcome === 'allow' ? strongest.verdict.autoApproved : undefined;
+  if (!auto) return decideStep(policy, runbook, stepId);
+  return { outcome: 'allow', rule: strongest.verdict.rule, reason, autoApproved: { ...auto, gate } };
+}
+
 /** Parses a policy document (JSON text); an invalid one is returned as the error every decision denies with. */
 export function parsePolicy(text: string | undefined): PolicyDocument | Error {
   if (text === undefined || text.trim() === '') return DEFAULT_POLICY;

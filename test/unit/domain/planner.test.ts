@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StepExecution } from '../../../shared/domain/entities.js';
 import { plan, type PlanInput } from '../../../shared/domain/planner.js';
 import { retryDelayMs } from '../../../shared/domain/step-state.js';
+import { DEFAULT_POLICY } from '../../../shared/domain/policy.js';
 import { parseRunbookObject } from '../../../shared/domain/runbook.js';
 
 const now = new Date('2026-01-01T00:10:00Z');
@@ -282,5 +283,41 @@ describe('plan', () => {
   it('counts a target that failed among several as the step failing', () => {
     const execs = [exec('a', 'succeeded', { targetId: 'n1' }), exec('a', 'timed_out', { targetId: 'n2' })];
     expect(decide(three, execs)).toMatchObject({ action: 'fail' });
+  });
+});
+
+describe('plan, a pipeline phase through the policy', () => {
+  it('asks for the gate a later step of the phase needs before any target starts', () => {
+    const rb = parseRunbookObject({
+      name: 'r',
+      environment: 'dev',
+      sandbox_profile: 'dev-flex',
+      phases: [
+        {
+          id: 'roll',
+          mode: 'pipeline',
+          steps: [
+            { id: 'drain', backend: 'test', action: 'echo', params: { message: 'x' } },
+            { id: 'wipe', backend: 'script', action: 'run', params: { script: 'echo-args' } },
+          ],
+        },
+      ],
+    });
+    const decision = plan({
+      runbook: rb,
+      run: { runId: 'run-1', status: 'running', cancelRequested: false, createdAt: earlier, startedAt: earlier },
+      executions: [],
+      now,
+      policy: DEFAULT_POLICY,
+      approvals: [],
+    });
+    expect(decision).toMatchObject({
+      action: 'await_approval',
+      stepId: 'drain',
+      scope: 'phase',
+      scopeId: 'roll',
+      requiredApprovals: 2,
+      rule: 'two-key',
+    });
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decide,
   decideStep,
+  decideUnit,
   DEFAULT_POLICY,
   parsePolicy,
   type PolicyDocument,
@@ -309,3 +310,77 @@ describe('the policy engine', () => {
     });
   });
 });
+
+describe('a pipeline phase, decided once for all its steps', () => {
+  const pipeline = (second: StepDoc, environment: 'dev' | 'prod' = 'dev') =>
+    parseRunbookObject({
+      name: 'r',
+      environment,
+      sandbox_profile: environment === 'dev' ? 'dev-flex' : 'prod-standard',
+      phases: [
+        {
+          id: 'roll',
+          mode: 'pipeline',
+          steps: [
+            { id: 'drain', ...ECHO },
+            { id: 'later', ...second },
+          ],
+        },
+      ],
+    });
+
+  it('is denied when a later step is denied, naming that step', () => {
+    const verdict = decideUnit(
+      policy({ deny: [{ id: 'no-scripts', backend: 'script', reason: 'scripts are off' }] }),
+      pipeline(SCRIPT),
+      'drain',
+    );
+    expect(verdict).toMatchObject({ outcome: 'deny', rule: 'deny:no-scripts' });
+    expect(verdict.reason).toBe("step 'later' of pipeline phase 'roll': scripts are off");
+    // The first step alone would have been allowed: the phase is what is decided.
+    expect(
+      decideStep(policy({ deny: [{ id: 'no-scripts', backend: 'script', reason: 'x' }] }), pipeline(SCRIPT), 'drain')
+        .outcome,
+    ).toBe('allow');
+  });
+
+  it('is gated for the whole phase, with the largest quorum, when a later step needs two people', () => {
+    const verdict = decideUnit(DEFAULT_POLICY, pipeline(SCRIPT), 'drain');
+    expect(verdict).toMatchObject({
+      outcome: 'needs_approval',
+      rule: 'two-key',
+      gate: { scope: 'phase', scopeId: 'roll', requiredApprovals: 2 },
+    });
+    expect(verdict.reason).toContain("step 'later' of pipeline phase 'roll'");
+  });
+
+  it('is decided as its first step when the later steps add no gate', () => {
+    const rb = pipeline(ECHO);
+    expect(decideUnit(DEFAULT_POLICY, rb, 'drain')).toEqual(decideStep(DEFAULT_POLICY, rb, 'drain'));
+    const perPhase = parseRunbookObject({ ...pipelineDoc(), validation_mode: 'per_phase' });
+    expect(decideUnit(DEFAULT_POLICY, perPhase, 'drain')).toEqual(decideStep(DEFAULT_POLICY, perPhase, 'drain'));
+  });
+
+  it('leaves a step outside a pipeline to its own decision', () => {
+    const rb = runbook('dev', SCRIPT);
+    expect(decideUnit(DEFAULT_POLICY, rb, 's')).toEqual(decideStep(DEFAULT_POLICY, rb, 's'));
+  });
+});
+
+function pipelineDoc(): Record<string, unknown> {
+  return {
+    name: 'r',
+    environment: 'dev',
+    sandbox_profile: 'dev-flex',
+    phases: [
+      {
+        id: 'roll',
+        mode: 'pipeline',
+        steps: [
+          { id: 'drain', ...ECHO },
+          { id: 'later', ...ECHO },
+        ],
+      },
+    ],
+  };
+}
