@@ -48,6 +48,8 @@ interface Waiter {
   readonly executionArn: string;
   readonly settle: (outcome: { output: unknown } | { error: Error }) => void;
   readonly beat: () => void;
+  /** Forgets the task without settling it: its heartbeat timer must not outlive the stack. */
+  readonly drop: () => void;
 }
 
 type TaskHandlers = NonNullable<NonNullable<RunOptions['overrides']>['taskResourceLocalHandlers']>;
@@ -157,6 +159,7 @@ export class LocalStepFunctions {
   async stop(): Promise<void> {
     this.stopped = true;
     // Waiting tasks are dropped, not failed: an aborted execution no longer listens for their outcome.
+    for (const waiter of this.waiters.values()) waiter.drop();
     this.waiters.clear();
     for (const live of this.live.values()) live.abort();
     this.live.clear();
@@ -296,6 +299,7 @@ export class LocalStepFunctions {
       executionArn: record.executionArn,
       beat,
       settle: (outcome) => ('output' in outcome ? resolve(outcome.output as JsonValue) : reject(outcome.error)),
+      drop: () => clearTimeout(heartbeat),
     });
     beat();
     this.options.onWait?.(stateName, parameters.Payload);

@@ -122,6 +122,8 @@ try {
   ] as const) {
     const shoot = async (page: Page, name: string) =>
       page.screenshot({ path: join(OUT, `${name}-${size}.png`), fullPage: size === 'phone' });
+    // Navigating before the sign-in has finished would land on the sign-in page.
+    const signedIn = (page: Page) => page.getByRole('button', { name: 'Sign out' }).waitFor();
     const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
     const page = await context.newPage();
     await page.goto(base);
@@ -140,12 +142,14 @@ try {
     await shoot(page, 'approvals');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.locator('button[data-identity="operator"]').click();
+    await signedIn(page);
     await page.goto(`${base}#/runs/${paused}`);
     await page.getByTestId('reason').waitFor();
     await page.getByRole('button', { name: 'Resume: rollback' }).waitFor();
     await shoot(page, 'workspace-paused');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.locator('button[data-identity="admin"]').click();
+    await signedIn(page);
     await page.goto(`${base}#/workers`);
     await page.locator('tr[data-worker]').first().waitFor();
     await shoot(page, 'workers');
