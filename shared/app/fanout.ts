@@ -211,18 +211,16 @@ export function makeFanout(deps: FanoutDeps) {
         const runbook = await runbookFor(record.run);
         const started = aggregate.targets.slice(released, released + Math.min(next.count, RELEASE_CHUNK));
         const executions = firstExecutions(record.run, runbook, ref, aggregate, started, now);
-        const committed = await deps.runs.mutate(
+        // The release's own condition (`released` unchanged) guards it: no event, so no need of the run's head.
+        await deps.runs.stage(
           runId,
-          () => ({
-            events: [],
-            writes: [
-              writes.releaseTargets(ref, released, released + started.length),
-              ...executions.map((e) => writes.putExecution(e)),
-            ],
-          }),
-          record,
+          [],
+          [
+            writes.releaseTargets(ref, released, released + started.length),
+            ...executions.map((e) => writes.putExecution(e)),
+          ],
         );
-        const failed = await send(committed?.record ?? record, runbook, executions);
+        const failed = await send(record, runbook, executions);
         // Targets that failed before starting free their places at once: look again.
         if (failed === 0 && started.length === next.count) return false;
       } catch (error) {
@@ -236,6 +234,8 @@ export function makeFanout(deps: FanoutDeps) {
 
   /** Resumes the interpreter task waiting on a unit that is now complete, exactly once. */
   async function complete(runId: string, ref: AggregateRef): Promise<void> {
+    // Every target's events enter the chain before the interpreter records what follows them.
+    await deps.runs.sequence(runId);
     const completed = await deps.runs.claimCompletion(runId, ref.stepKind, ref.stepId, ref.attempt);
     if (completed)
       await deps.callbacks.succeed(completed.taskToken, {

@@ -64,6 +64,8 @@ export interface ReconcileSummary {
   releasesRepaired: number;
   /** Pending step executions whose command was sent again after a crash lost it. */
   commandsResent: number;
+  /** Runs whose staged events a writer left unsequenced (it died in between): now in the chain. */
+  inboxesSequenced: number;
 }
 
 export const emptySummary = (): ReconcileSummary => ({
@@ -78,10 +80,13 @@ export const emptySummary = (): ReconcileSummary => ({
   stuckRuns: 0,
   releasesRepaired: 0,
   commandsResent: 0,
+  inboxesSequenced: 0,
 });
 
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
 const QUIET_MS = 60_000;
+/** How long a staged event may wait for its writer to sequence it before the sweep does. */
+const INBOX_GRACE_MS = 5_000;
 
 /**
  * The reconciler (seed 002, "Reconciliation Loop"), run on a schedule: declares silent workers
@@ -234,6 +239,13 @@ export function makeReconcile(deps: ReconcilerDeps) {
         summary.deadWorkers++;
         deps.log('worker declared dead', { workerId: worker.workerId, lastHeartbeatAt: worker.lastHeartbeatAt });
       }
+    }
+
+    // Before recovering lost executions, so a lost target's end follows what it staged.
+    for (const runId of await runs.stalledInboxes(new Date(now.getTime() - INBOX_GRACE_MS))) {
+      await runs.sequence(runId);
+      summary.inboxesSequenced++;
+      deps.log('staged events sequenced', { runId });
     }
 
     for (const { runId, executionId } of await runs.expiredLeases(now)) {

@@ -40,6 +40,8 @@ export function makeRecoverLost(deps: RecoveryDeps) {
     now: Date,
     died?: string,
   ): Promise<LostVerdict | undefined> {
+    // What the lost holder staged before it died goes into the chain ahead of the execution's end.
+    await runs.sequence(lost.runId);
     const receipt = await runs.receipt(lost.idempotencyKey);
     const verdict = lostExecutionVerdict({
       execution: lost,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LeaseOutcome, RunChange, RunRecord, RunStore } from './ports/runs.js';
-import { StaleWriteError } from '../domain/errors.js';
+import { ConflictError, StaleWriteError } from '../domain/errors.js';
+import { laneEvents, type LaneMark } from '../domain/inbox.js';
 import { writes } from './ports/writes.js';
 import type { Json } from '../domain/canonical.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
@@ -24,6 +25,9 @@ export interface StepResultDeps {
 export type Outcome =
   | { readonly outcome: 'succeeded'; readonly output?: Record<string, Json>; readonly fromReceipt?: boolean }
   | { readonly outcome: 'failed' | 'timed_out'; readonly error: ErrorInfo };
+
+/** A target of a fan-out (or a pipeline's sub-step): its events go through the run's inbox. */
+const fannedOut = (cmd: StepCommand) => cmd.target !== undefined || cmd.pipeline !== undefined;
 
 /** Lines kept on the step execution for the run view. */
 const OUTPUT_TAIL_LINES = 20;
@@ -94,6 +98,25 @@ export function makeStepResults(deps: StepResultDeps) {
     return execution;
   }
 
+  /** Where each fanned-out execution's lane stands, until the execution ends. */
+  const lanes = new Map<string, LaneMark>();
+
+  /**
+   * A target of a fan-out stages its events in the run's inbox instead of writing the run's head,
+   * so targets never wait on each other; sequencing right after puts them on the live stream. A
+   * sequencing that keeps losing races leaves them staged for the next writer or the reconciler.
+   */
+  async function stage(cmd: StepCommand, body: RunChange): Promise<void> {
+    const { staged, mark } = laneEvents(cmd.executionId, lanes.get(cmd.executionId), body.events);
+    await runs.stage(cmd.runId, staged, body.writes ?? []);
+    lanes.set(cmd.executionId, mark);
+    try {
+      await runs.sequence(cmd.runId);
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error;
+    }
+  }
+
   /** Commits a change about `cmd`'s execution; a stale held copy is dropped and read again once. */
   async function record(
     cmd: StepCommand,
@@ -103,6 +126,11 @@ export function makeStepResults(deps: StepResultDeps) {
       const fromHeld = held.has(cmd.executionId);
       const { next, change: body } = change(await current(cmd));
       try {
+        if (fannedOut(cmd)) {
+          await stage(cmd, body);
+          held.set(cmd.executionId, { execution: next, run: held.get(cmd.executionId)?.run });
+          return;
+        }
         const committed = await runs.mutate(cmd.runId, () => body, held.get(cmd.executionId)?.run);
         held.set(cmd.executionId, { execution: next, run: committed?.record });
         return;
@@ -130,7 +158,7 @@ export function makeStepResults(deps: StepResultDeps) {
         result.error.retryable !== undefined && { retryable: result.error.retryable }),
       failedBefore: cmd.pipeline.failedBefore,
     });
-    return { runbook, next };
+    return { runbook, next, record };
   }
 
   return {
@@ -307,8 +335,10 @@ export function makeStepResults(deps: StepResultDeps) {
         };
       });
       // The execution has ended: nothing more is recorded about it.
-      const after = held.get(cmd.executionId)?.run;
+      // A staged result leaves no fresher run than the one the pipeline's next step was decided on.
+      const after = held.get(cmd.executionId)?.run ?? pipeline?.record;
       held.delete(cmd.executionId);
+      lanes.delete(cmd.executionId);
       if (next && pipeline && after) await deps.fanout?.send(after, pipeline.runbook, [next]);
       const ref = { runId: cmd.runId, stepKind: unit.kind, stepId: unit.stepId, attempt: unit.attempt };
       if (deps.fanout && (cmd.target || cmd.pipeline)) {

@@ -4,7 +4,8 @@ import type { RunStore } from '../../shared/app/ports/runs.js';
 import { writes } from '../../shared/app/ports/writes.js';
 import type { Run, StepExecution } from '../../shared/domain/entities.js';
 import { StaleWriteError } from '../../shared/domain/errors.js';
-import type { EventDraft } from '../../shared/domain/events.js';
+import { type EventDraft, verifyChain } from '../../shared/domain/events.js';
+import { laneEvents, type StagedEvent } from '../../shared/domain/inbox.js';
 
 export interface Stores {
   readonly runs: RunStore;
@@ -223,6 +224,81 @@ export function runStoreContract(name: string, stores: () => Stores): void {
         requestHash: 'h',
       });
       expect(await runs.load(second.runId)).toBeUndefined();
+    });
+
+    it('keeps staged events out of the chain until the inbox is sequenced, then chains them gap-free in lane order', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      const at = (s: number) => `2026-01-01T00:00:${String(s).padStart(2, '0')}.000Z`;
+      const timed = (type: EventDraft['type'], s: number, targetId: string): EventDraft => ({
+        ...event(type),
+        timestamp: at(s),
+        targetId,
+      });
+      // Lane b's second event carries an earlier clock than its first: its lane order still holds.
+      const a = laneEvents('lane-a', undefined, [timed('step.started', 1, 'a'), timed('step.output', 3, 'a')]);
+      const b = laneEvents('lane-b', undefined, [timed('step.started', 2, 'b'), timed('step.output', 1, 'b')]);
+      await runs.stage(run.runId, a.staged, [writes.updateExecution({ ...execution, status: 'running' }, ['pending'])]);
+      await runs.stage(run.runId, b.staged, []);
+      expect((await runs.execution(run.runId, execution.executionId))?.status).toBe('running');
+      expect((await runs.events(run.runId, 0, 10)).map((e) => e.type)).toEqual(['run.created', 'step.dispatched']);
+
+      await runs.sequence(run.runId);
+      const log = await runs.events(run.runId, 0, 10);
+      expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(verifyChain(log)).toMatchObject({ valid: true, count: 6 });
+      const lane = (id: string) => log.filter((e) => e.targetId === id).map((e) => e.type);
+      expect(lane('a')).toEqual(['step.started', 'step.output']);
+      expect(lane('b')).toEqual(['step.started', 'step.output']);
+      expect((await runs.load(run.runId))?.head).toEqual({ seq: 6, hash: log[5]?.hash });
+      // Nothing is left to sequence, and a change on the head goes on from the sequenced chain.
+      await runs.sequence(run.runId);
+      await runs.mutate(run.runId, () => ({ events: [event('run.succeeded')] }));
+      expect(verifyChain(await runs.events(run.runId, 0, 10)).valid).toBe(true);
+    });
+
+    it('stages nothing when a write of the change no longer applies', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      const { staged } = laneEvents('lane-a', undefined, [event('step.started')]);
+      await expect(
+        runs.stage(run.runId, staged, [writes.updateExecution({ ...execution, status: 'running' }, ['leased'], 'w')]),
+      ).rejects.toBeInstanceOf(StaleWriteError);
+      await runs.sequence(run.runId);
+      expect((await runs.events(run.runId, 0, 10)).map((e) => e.type)).toEqual(['run.created', 'step.dispatched']);
+    });
+
+    it('sequences a large inbox in several batches, and concurrent sequencers neither drop nor repeat an event', async () => {
+      const { runs } = stores();
+      const { run } = await dispatched(runs);
+      const lanes = Array.from({ length: 12 }, (_, i) =>
+        laneEvents(
+          `lane-${String(i).padStart(2, '0')}`,
+          undefined,
+          Array.from({ length: 10 }, (_, n) => ({ ...event('step.output', { n }), targetId: `t${i}` })),
+        ),
+      );
+      await Promise.all(lanes.map((l) => runs.stage(run.runId, l.staged, [])));
+      await Promise.all([runs.sequence(run.runId), runs.sequence(run.runId), runs.sequence(run.runId)]);
+      const log = await runs.events(run.runId, 0, 500);
+      expect(log).toHaveLength(2 + 120);
+      expect(verifyChain(log).valid).toBe(true);
+      expect(new Set(log.map((e) => e.eventId)).size).toBe(log.length);
+      for (let i = 0; i < 12; i++)
+        expect(log.filter((e) => e.targetId === `t${i}`).map((e) => e.payload.n)).toEqual([
+          0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+        ]);
+    });
+
+    it('names a run whose staged events have waited past the grace, for the sweep to sequence', async () => {
+      const { runs } = stores();
+      const { run } = await dispatched(runs);
+      const staged: StagedEvent[] = laneEvents('lane-a', undefined, [event('step.started')]).staged;
+      await runs.stage(run.runId, staged, []);
+      expect(await runs.stalledInboxes(new Date('2027-01-01T00:00:00Z'), 1000)).toContain(run.runId);
+      expect(await runs.stalledInboxes(new Date('2025-01-01T00:00:00Z'), 1000)).not.toContain(run.runId);
+      await runs.sequence(run.runId);
+      expect(await runs.stalledInboxes(new Date('2027-01-01T00:00:00Z'), 1000)).not.toContain(run.runId);
     });
 
     it('hands a wait token to one claimer', async () => {

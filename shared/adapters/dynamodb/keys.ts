@@ -1,7 +1,7 @@
 /**
  * Every key and index value of the state table, defined once. A run's partition (`RUN#id`) holds
- * its head (`META`), step executions (`SE#`), aggregates (`AGG#`), wait tokens (`WAIT#`) and
- * approval gates (`APPROVAL#`), so a change to any of them commits with the run's events.
+ * its head (`META`), step executions (`SE#`), aggregates (`AGG#`), wait tokens (`WAIT#`),
+ * approval gates (`APPROVAL#`) and its inbox of staged events (`INBOX#`), so a change to any of them commits with the run's events.
  */
 export const META = 'META';
 export const prefixes = {
@@ -9,6 +9,7 @@ export const prefixes = {
   aggregate: 'AGG#',
   wait: 'WAIT#',
   approval: 'APPROVAL#',
+  inbox: 'INBOX#',
 } as const;
 
 export const runKey = (runId: string) => `RUN#${runId}`;
@@ -29,6 +30,8 @@ export const indexes = {
   activeRuns: 'ACTIVE_RUNS',
   /** Open gates by when time next acts on them (SLA, then hard limit). */
   approvalsDue: 'APPROVALS_DUE',
+  /** Staged events not yet in their run's chain, by when they were staged. */
+  inboxes: 'INBOXES',
 } as const;
 
 export const leaseIndexSk = (until: string, runId: string, executionId: string) => `${until}#${runId}#${executionId}`;

@@ -9,6 +9,7 @@ import { TicketBusyError } from '../../domain/intake/ticket.js';
 import { runStateMachine } from '../../domain/statuses.js';
 import { recordRunCommit } from '../../observability/run-metrics.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { makeInbox } from './inbox.js';
 import { idempotencyKey, indexes, META, runKey, runsListKey } from './keys.js';
 import { queryPages } from './paginate.js';
 import { activeTicketRun, listTicketRuns, ticketClaimItems, ticketReleaseItem } from './ticket-items.js';
@@ -70,6 +71,7 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
 
   return {
     load,
+    ...makeInbox(client, { state, events: eventsTable }),
 
     async mutate(runId, decide, known) {
       // A record the caller holds saves the first read; a stale one only costs a retry, since the

@@ -1,5 +1,6 @@
 import type { Run, StepExecution } from '../../domain/entities.js';
 import type { ChainHead, EventDraft, RunEvent } from '../../domain/events.js';
+import type { StagedEvent } from '../../domain/inbox.js';
 import type { LeaseClaim } from '../../domain/recovery.js';
 import type { Aggregate, Receipt } from '../../domain/step-records.js';
 import type { RunStatus } from '../../domain/statuses.js';
@@ -51,6 +52,20 @@ export interface RunLog {
     decide: (record: RunRecord) => RunChange | undefined,
     known?: RunRecord,
   ): Promise<Committed | undefined>;
+  /**
+   * Commits `writes` with `events` staged in the run's inbox (see `domain/inbox.ts`) instead of on
+   * its chain head: nothing shared is written, so a fan-out's targets never contend. The state and
+   * its events still commit together; the events take their place in the chain at the next
+   * `sequence`. Throws `StaleWriteError` when a write's own condition fails (nothing is staged).
+   */
+  stage(runId: string, events: readonly StagedEvent[], writes: readonly WriteIntent[]): Promise<void>;
+  /**
+   * Moves the inbox's events into the chain, in batches, each on the head the last one left, until
+   * the inbox is empty: when it returns, every event staged before the call is in the chain.
+   */
+  sequence(runId: string): Promise<void>;
+  /** Runs whose inbox has held an event since before `before`: a writer died before sequencing it. */
+  stalledInboxes(before: Date, limit?: number): Promise<string[]>;
   /**
    * Stores a new run with its first events and, when given, its idempotency record. A run with a
    * ticket takes the ticket's one active-run slot; throws `TicketBusyError` when another run holds it.

@@ -1,3 +1,4 @@
+import { verifyChain } from '../../../shared/domain/events.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
 import { makeFanout } from '../../../shared/app/fanout.js';
@@ -136,6 +137,37 @@ describe('fan-out', () => {
     ).toBe(true);
     const dispatched = (await detail(runId)).events.find((e) => e.type === 'step.dispatched');
     expect(dispatched?.payload).toMatchObject({ expected: 5, targets: ['web-1', 'web-2', 'web-3', 'web-4', 'web-5'] });
+  });
+
+  it("stages every target's events in the run's inbox, off its head, and chains them before what follows the step", async () => {
+    const runId = await startRun({
+      steps: [echo('one'), { id: 'after', backend: 'test', action: 'echo', params: { message: 'x' } }],
+    });
+    const inner = runs;
+    const onHead: string[] = [];
+    runs = {
+      ...inner,
+      mutate: (id, decide, known) =>
+        inner.mutate(
+          id,
+          (record) => {
+            const change = decide(record);
+            for (const e of change?.events ?? []) onHead.push(`${e.type}@${e.stepId ?? ''}`);
+            return change;
+          },
+          known,
+        ),
+    };
+    const { decision } = await drive(runId);
+    expect(decision.action).toBe('succeed');
+    expect(onHead.filter((e) => e.endsWith('@one') && /step\.(started|succeeded)/.test(e))).toEqual([]);
+    expect(onHead).toContain('step.started@after');
+    const { events } = await detail(runId);
+    expect(verifyChain(events).valid).toBe(true);
+    const results = events.filter((e) => e.stepId === 'one' && e.type === 'step.succeeded' && e.targetId);
+    expect(results).toHaveLength(5);
+    const next = events.findIndex((e) => e.stepId === 'after' && e.type === 'step.dispatched');
+    expect(Math.max(...results.map((e) => events.indexOf(e)))).toBeLessThan(next);
   });
 
   it('finishes a barrier step on every target before the next step starts', async () => {

@@ -1,6 +1,7 @@
 import { type Approval, type Run, runSchema, type StepExecution } from '../../../domain/entities.js';
 import { ConflictError, StaleWriteError } from '../../../domain/errors.js';
 import { chainEvents, EMPTY_CHAIN, type RunEvent } from '../../../domain/events.js';
+import { chainOrder, inboxOrderKey, SEQUENCE_BATCH, type StagedEvent } from '../../../domain/inbox.js';
 import { TicketBusyError } from '../../../domain/intake/ticket.js';
 import { leaseClaimOf } from '../../../domain/recovery.js';
 import type { Aggregate, Receipt } from '../../../domain/step-records.js';
@@ -207,8 +208,83 @@ export function makeInMemoryStores(): {
     },
   };
 
+  /**
+   * Applies `writes` all or nothing; throws `StaleWriteError` (with `before` the codes of the items
+   * ahead of them) when one's condition fails.
+   */
+  function commitWrites(
+    writes: readonly WriteIntent[],
+    before: readonly string[],
+    prepare?: (tx: { cells: CellMap }) => void,
+  ): void {
+    const tx = {
+      executions: new Map(executions),
+      aggregates: new Map(aggregates),
+      receipts: new Map(receipts),
+      approvals: new Map(approvals),
+      cells: new Map(cells),
+    };
+    prepare?.(tx);
+    const refused = writes.map((w) => (apply(w, tx) ? 'None' : 'ConditionalCheckFailed'));
+    if (refused.includes('ConditionalCheckFailed')) throw new StaleWriteError([...before, ...refused]);
+    for (const [name, map] of Object.entries(tx)) {
+      const target = { executions, aggregates, receipts, approvals, cells }[name as keyof typeof tx] as Map<
+        string,
+        unknown
+      >;
+      target.clear();
+      for (const [k, v] of map as Map<string, unknown>) target.set(k, v);
+    }
+  }
+
+  /** Each run's inbox: staged events not yet in its chain. */
+  const inboxes = new Map<string, StagedEvent[]>();
+
   const runStore: RunStore = {
     load,
+
+    async stage(runId, staged, writes) {
+      count('transact');
+      const inbox = inboxes.get(runId) ?? [];
+      const keys = new Set(inbox.map(inboxOrderKey));
+      if (staged.some((s) => keys.has(inboxOrderKey(s)))) throw new StaleWriteError(['ConditionalCheckFailed']);
+      commitWrites(
+        writes,
+        staged.map(() => 'None'),
+      );
+      inboxes.set(runId, [...inbox, ...clone(staged)]);
+    },
+
+    async sequence(runId) {
+      for (;;) {
+        count('query');
+        const inbox = inboxes.get(runId) ?? [];
+        const stored = runs.get(runId);
+        if (inbox.length === 0 || !stored) return;
+        const ordered = [...inbox].sort((a, b) => inboxOrderKey(a).localeCompare(inboxOrderKey(b)));
+        const batch = chainOrder(ordered.slice(0, SEQUENCE_BATCH));
+        count('transact');
+        const { events: chained, head } = chainEvents(
+          stored.record.head,
+          stored.record.run,
+          batch.map((s) => s.event),
+        );
+        runs.set(runId, { ...stored, record: { ...stored.record, head }, rev: stored.rev + 1 });
+        events.set(runId, [...(events.get(runId) ?? []), ...clone(chained)]);
+        const taken = new Set(batch);
+        inboxes.set(
+          runId,
+          inbox.filter((s) => !taken.has(s)),
+        );
+      }
+    },
+
+    async stalledInboxes(before, limit = 100) {
+      return [...inboxes.entries()]
+        .filter(([, inbox]) => inbox.some((s) => s.at < before.toISOString()))
+        .map(([runId]) => runId)
+        .slice(0, limit);
+    },
 
     async mutate(runId, decide, known) {
       let held = known && revisions.has(known) ? known : undefined;
@@ -223,25 +299,10 @@ export function makeInMemoryStores(): {
         if (!stored || stored.rev !== revisions.get(record) || stored.record.head.seq !== record.head.seq) continue;
         const { events: chained, head } = chainEvents(record.head, record.run, change.events);
         const run = runSchema.parse({ ...record.run, ...change.run });
-        const tx = {
-          executions: new Map(executions),
-          aggregates: new Map(aggregates),
-          receipts: new Map(receipts),
-          approvals: new Map(approvals),
-          cells: new Map(cells),
-        };
         const ending = !runStateMachine.isTerminal(record.run.status) && runStateMachine.isTerminal(run.status);
-        if (ending) for (const w of releasesOnEndOf(record.run, run)) applyAdmissionWrite(w, tx.cells);
-        const refused = (change.writes ?? []).map((w) => (apply(w, tx) ? 'None' : 'ConditionalCheckFailed'));
-        if (refused.includes('ConditionalCheckFailed')) throw new StaleWriteError(['None', ...refused]);
-        for (const [name, map] of Object.entries(tx)) {
-          const target = { executions, aggregates, receipts, approvals, cells }[name as keyof typeof tx] as Map<
-            string,
-            unknown
-          >;
-          target.clear();
-          for (const [k, v] of map as Map<string, unknown>) target.set(k, v);
-        }
+        commitWrites(change.writes ?? [], ['None'], (tx) => {
+          if (ending) for (const w of releasesOnEndOf(record.run, run)) applyAdmissionWrite(w, tx.cells);
+        });
         const next: StoredRun = {
           record: {
             run,
