@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { LeaseOutcome, RunChange, RunRecord, RunStore } from './ports/runs.js';
-import { ConflictError, StaleWriteError } from '../domain/errors.js';
+import { StaleWriteError } from '../domain/errors.js';
 import { laneEvents, type LaneMark } from '../domain/inbox.js';
 import { writes } from './ports/writes.js';
 import type { Json } from '../domain/canonical.js';
@@ -104,17 +104,14 @@ export function makeStepResults(deps: StepResultDeps) {
   /**
    * A target of a fan-out stages its events in the run's inbox instead of writing the run's head,
    * so targets never wait on each other; sequencing right after puts them on the live stream. A
-   * sequencing that keeps losing races leaves them staged for the next writer or the reconciler.
+   * writer that loses the race leaves the rest to the winner and the next writer (the unit's
+   * completer drains the inbox, the reconciler sweeps what a dead writer left).
    */
   async function stage(cmd: StepCommand, body: RunChange): Promise<void> {
     const { staged, mark } = laneEvents(cmd.executionId, lanes.get(cmd.executionId), body.events);
     await runs.stage(cmd.runId, staged, body.writes ?? []);
     lanes.set(cmd.executionId, mark);
-    try {
-      await runs.sequence(cmd.runId);
-    } catch (error) {
-      if (!(error instanceof ConflictError)) throw error;
-    }
+    await runs.sequence(cmd.runId, { eager: false });
   }
 
   /** Commits a change about `cmd`'s execution; a stale held copy is dropped and read again once. */

@@ -74,24 +74,34 @@ export function makeInbox(client: DynamoDBDocumentClient, tables: { readonly sta
     }
   }
 
-  async function sequence(runId: string): Promise<void> {
-    for (let races = 0; races < 50;) {
+  async function sequence(runId: string, options: { readonly eager?: boolean } = {}): Promise<void> {
+    const patience = options.eager === false ? 1 : 50;
+    for (let races = 0; races < patience;) {
+      // The inbox sorts just before the run's head (`INBOX#` < `META`, nothing between): one Query
+      // reads both, unless the inbox is longer than a batch.
       const { Items = [] } = await client.send(
         new QueryCommand({
           TableName: state,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :inbox)',
-          ExpressionAttributeValues: { ':pk': runKey(runId), ':inbox': prefixes.inbox },
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :inbox AND :meta',
+          ExpressionAttributeValues: { ':pk': runKey(runId), ':inbox': prefixes.inbox, ':meta': META },
           ConsistentRead: true,
-          Limit: SEQUENCE_BATCH,
+          Limit: SEQUENCE_BATCH + 1,
         }),
       );
-      if (Items.length === 0) return;
-      const { Item } = await client.send(
-        new GetCommand({ TableName: state, Key: { pk: runKey(runId), sk: META }, ConsistentRead: true }),
-      );
+      const staged = Items.filter((i) => i.sk !== META);
+      if (staged.length === 0) return;
+      const Item =
+        Items.find((i) => i.sk === META) ??
+        (
+          await client.send(
+            new GetCommand({ TableName: state, Key: { pk: runKey(runId), sk: META }, ConsistentRead: true }),
+          )
+        ).Item;
       if (!Item) return;
       const head = headSchema.parse(Item);
-      const batch = withinBytes(chainOrder(Items.map((i) => stagedOf(stagedSchema.parse(i)))));
+      const batch = withinBytes(
+        chainOrder(staged.slice(0, SEQUENCE_BATCH).map((i) => stagedOf(stagedSchema.parse(i)))),
+      );
       const { events, head: next } = chainEvents(
         { seq: head.chainSeq, hash: head.chainHash },
         head.run,
@@ -135,6 +145,7 @@ export function makeInbox(client: DynamoDBDocumentClient, tables: { readonly sta
         await pause(races);
       }
     }
+    if (options.eager === false) return;
     throw new ConflictError(`the run ${runId}'s inbox is contended; it is sequenced again on the next sweep`);
   }
 

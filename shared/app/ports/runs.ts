@@ -60,10 +60,13 @@ export interface RunLog {
    */
   stage(runId: string, events: readonly StagedEvent[], writes: readonly WriteIntent[]): Promise<void>;
   /**
-   * Moves the inbox's events into the chain, in batches, each on the head the last one left, until
-   * the inbox is empty: when it returns, every event staged before the call is in the chain.
+   * Moves the inbox's events into the chain, in batches, each on the head the last one left. By
+   * default it goes on until the inbox is empty: when it returns, every event staged before the
+   * call is in the chain. With `eager: false` it gives up after losing a race, since the winner
+   * moved the chain and whoever sequences next takes what is left: for writers that only want
+   * their events on the live stream soon, without every target racing every other.
    */
-  sequence(runId: string): Promise<void>;
+  sequence(runId: string, options?: { readonly eager?: boolean }): Promise<void>;
   /** Runs whose inbox has held an event since before `before`: a writer died before sequencing it. */
   stalledInboxes(before: Date, limit?: number): Promise<string[]>;
   /**
