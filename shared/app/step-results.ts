@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LeaseOutcome, RunChange, RunRecord, RunStore } from './ports/runs.js';
 import { StaleWriteError } from '../domain/errors.js';
 import { laneEvents, type LaneMark } from '../domain/inbox.js';
+import { makeSequencer } from './inbox-sequencer.js';
 import { writes } from './ports/writes.js';
 import type { Json } from '../domain/canonical.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
@@ -101,17 +102,17 @@ export function makeStepResults(deps: StepResultDeps) {
   /** Where each fanned-out execution's lane stands, until the execution ends. */
   const lanes = new Map<string, LaneMark>();
 
+  const sequenceSoon = makeSequencer(runs);
+
   /**
    * A target of a fan-out stages its events in the run's inbox instead of writing the run's head,
-   * so targets never wait on each other; sequencing right after puts them on the live stream. A
-   * writer that loses the race leaves the rest to the winner and the next writer (the unit's
-   * completer drains the inbox, the reconciler sweeps what a dead writer left).
+   * so targets never wait on each other.
    */
   async function stage(cmd: StepCommand, body: RunChange): Promise<void> {
     const { staged, mark } = laneEvents(cmd.executionId, lanes.get(cmd.executionId), body.events);
     await runs.stage(cmd.runId, staged, body.writes ?? []);
     lanes.set(cmd.executionId, mark);
-    await runs.sequence(cmd.runId, { eager: false });
+    await sequenceSoon(cmd.runId);
   }
 
   /** Commits a change about `cmd`'s execution; a stale held copy is dropped and read again once. */
