@@ -8,6 +8,7 @@ import {
   DEAD_LETTER_RETENTION_SECONDS,
   deadLetterQueueName,
   RECEIVE_WAIT_SECONDS,
+  priorityQueueName,
   STEP_QUEUE_RETENTION_SECONDS,
   stepQueueName,
 } from '../shared/resources/queues.js';
@@ -29,7 +30,7 @@ export interface LocalQueues {
 }
 
 /**
- * fauxqs in-process: SQS with one step queue and dead-letter queue per sandbox profile,
+ * fauxqs in-process: SQS with a step queue, a priority queue and a dead-letter queue per sandbox profile,
  * configured from the same profile data as the CDK stack, and S3 with the evidence bucket.
  * Built from fauxqs' app rather than `startFauxqs`, which always listens on every interface;
  * the queues and the bucket are then created over the real SQS and S3 protocols.
@@ -38,20 +39,19 @@ export async function startLocalQueues(options: LocalQueuesOptions): Promise<Loc
   const profiles = options.profiles ?? Object.values(SANDBOX_PROFILES);
   const queues = profiles.flatMap((profile): Array<{ name: string; attributes: Record<string, string> }> => {
     const dlq = deadLetterQueueName(options.prefix, profile.name);
+    const attributes = {
+      VisibilityTimeout: String(profile.queueVisibilitySeconds),
+      ReceiveMessageWaitTimeSeconds: String(RECEIVE_WAIT_SECONDS),
+      MessageRetentionPeriod: String(STEP_QUEUE_RETENTION_SECONDS),
+      RedrivePolicy: JSON.stringify({
+        deadLetterTargetArn: `arn:aws:sqs:${options.region}:${ACCOUNT}:${dlq}`,
+        maxReceiveCount: profile.maxReceiveCount,
+      }),
+    };
     return [
       { name: dlq, attributes: { MessageRetentionPeriod: String(DEAD_LETTER_RETENTION_SECONDS) } },
-      {
-        name: stepQueueName(options.prefix, profile.name),
-        attributes: {
-          VisibilityTimeout: String(profile.queueVisibilitySeconds),
-          ReceiveMessageWaitTimeSeconds: String(RECEIVE_WAIT_SECONDS),
-          MessageRetentionPeriod: String(STEP_QUEUE_RETENTION_SECONDS),
-          RedrivePolicy: JSON.stringify({
-            deadLetterTargetArn: `arn:aws:sqs:${options.region}:${ACCOUNT}:${dlq}`,
-            maxReceiveCount: profile.maxReceiveCount,
-          }),
-        },
-      },
+      { name: stepQueueName(options.prefix, profile.name), attributes },
+      { name: priorityQueueName(options.prefix, profile.name), attributes },
     ];
   });
   const app = buildApp({ logger: false, defaultRegion: options.region });

@@ -32,7 +32,7 @@ import { workerConfig } from '../shared/config.js';
 import { DEFAULT_REDACTION_PATTERNS, parsePatterns } from '../shared/domain/redaction.js';
 import { SANDBOX_PROFILES } from '../shared/domain/sandbox-profiles.js';
 import { LEASE_HEARTBEATS } from '../shared/domain/workers.js';
-import { stepQueueName } from '../shared/resources/queues.js';
+import { priorityQueueName, stepQueueName } from '../shared/resources/queues.js';
 import { makeAwsBackend } from './backends/aws.js';
 import { makeHttpBackend } from './backends/http.js';
 import { makeNotifyBackend } from './backends/notify.js';
@@ -88,6 +88,10 @@ async function main(): Promise<void> {
   const queueUrl = node
     ? await ensureNodeQueue(sqsClient(), { prefix: CAPSTAN_PREFIX, tenantId: node.tenantId, nodeId: node.id, profile })
     : await makeQueueUrls(sqsClient())(stepQueueName(CAPSTAN_PREFIX, profile.name));
+  // A profile worker takes `high` and `emergency` runs' commands first; an agent's queue is its own.
+  const priorityQueueUrl = node
+    ? undefined
+    : await makeQueueUrls(sqsClient())(priorityQueueName(CAPSTAN_PREFIX, profile.name));
   const taskArn = await ecsTaskArn(env.ECS_CONTAINER_METADATA_URI_V4);
   const backends = [
     makeTestBackend(makeCounters(documentClient, CAPSTAN_STATE_TABLE), (key) => {
@@ -131,7 +135,9 @@ async function main(): Promise<void> {
     ...(node && { agent: node.agent }),
     heartbeatMs,
     leaseMs: LEASE_HEARTBEATS * heartbeatMs,
-    commands: makeSqsCommandSource(sqsClient(), queueUrl),
+    commands: makeSqsCommandSource(sqsClient(), queueUrl, {
+      ...(priorityQueueUrl !== undefined && { priorityQueueUrl }),
+    }),
     runs: results.holdingLeases(runs),
     results,
     recover: makeRecoverLost({ runs, callbacks }),

@@ -104,7 +104,7 @@ export class Operations extends Construct {
         [
           new GraphWidget({
             title: 'Queue depth',
-            left: queues.map((pq) => pq.queue.metricApproximateNumberOfMessagesVisible()),
+            left: queues.flatMap((pq) => pq.stepQueues.map((q) => q.metricApproximateNumberOfMessagesVisible())),
           }),
           new GraphWidget({
             title: 'Dead letters',

@@ -1,6 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import { CapstanFunction } from './capstan-function.js';
@@ -51,11 +52,17 @@ export function grantReconcile(resources: RunResources, fn: NodejsFunction, noti
   resources.interpreter.grantTaskResponse(fn);
   resources.interpreter.grantRead(fn);
   resources.interpreter.grantStartExecution(fn);
-  for (const pq of resources.queues.values()) {
-    pq.queue.grantSendMessages(fn);
-    // The sweep publishes each profile's queue depth.
-    pq.queue.grant(fn, 'sqs:GetQueueAttributes');
-  }
+  // One statement for every profile's queues (a statement per queue and action would overflow the
+  // role's policy): the sweep sends lost commands again and publishes each profile's queue depth.
+  const queues = [...resources.queues.values()].flatMap((pq) => pq.stepQueues);
+  fn.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['sqs:SendMessage', 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes'],
+      resources: queues.map((q) => q.queueArn),
+    }),
+  );
+  // Sending to an encrypted queue encrypts with its key.
+  resources.key.grant(fn, 'kms:Encrypt', 'kms:GenerateDataKey*', 'kms:Decrypt');
   grantNodeQueues(resources, fn, 'send');
   resources.evidenceBucket.grantReadWrite(fn);
   // The sweep publishes the open WebSocket sessions (a count-only scan).

@@ -174,7 +174,7 @@ export class RestApi extends Construct {
         return;
       case 'read-queue-depths':
         for (const pq of resources.queues.values())
-          pq.queue.grant(handler, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
+          for (const queue of pq.stepQueues) queue.grant(handler, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
         return;
       default: {
         const unknown: never = access;

@@ -78,7 +78,7 @@ export class RunInterpreter extends Construct {
     // Dispatch sends commands and resumes its own execution when nothing is left to wait for.
     const dispatch = byPlaceholder.DispatchFunctionArn;
     resources.interpreter.grantTaskResponse(dispatch);
-    for (const pq of resources.queues.values()) pq.queue.grantSendMessages(dispatch);
+    for (const pq of resources.queues.values()) for (const queue of pq.stepQueues) queue.grantSendMessages(dispatch);
     grantNodeQueues(resources, dispatch, 'send');
   }
 }

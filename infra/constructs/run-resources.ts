@@ -58,7 +58,8 @@ export function queueEnvironment(resources: RunResources): Record<string, string
  */
 export function grantAdmitRuns(resources: RunResources, fn: NodejsFunction): void {
   resources.interpreter.grantStartExecution(fn);
-  for (const pq of resources.queues.values()) pq.queue.grant(fn, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
+  for (const pq of resources.queues.values())
+    for (const queue of pq.stepQueues) queue.grant(fn, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');
 }
 
 /**

@@ -31,8 +31,8 @@ export interface WorkerServiceProps {
   /** Secrets this profile's workers may read: `<secretPrefix>/<profile>/*`. */
   readonly secretPrefix: string;
   readonly logKey: IKey;
-  /** The profile's step queue: the service scales on its backlog per task. */
-  readonly queue: IQueue;
+  /** The profile's step and priority queues: the service scales on their backlog per task. */
+  readonly queues: readonly IQueue[];
   /** Scaling bounds and target (`capacityOf` fills the defaults). */
   readonly capacity: ProfileCapacity;
   /**
@@ -137,7 +137,7 @@ export class WorkerService extends Construct {
       maxHealthyPercent: 200,
     });
 
-    this.scaleOnBacklog(props.queue, capacity);
+    this.scaleOnBacklog(props.queues, capacity);
 
     const stack = Stack.of(this);
     // X-Ray's write APIs take no resource-level permissions.
@@ -166,12 +166,12 @@ export class WorkerService extends Construct {
    * takes no metric math, so the policy is the L1 resource with the metric queries CloudFormation
    * accepts; AWS manages its alarms, so it adds no alarm to the stack.
    */
-  private scaleOnBacklog(queue: IQueue, capacity: ProfileCapacity): void {
+  private scaleOnBacklog(queues: readonly IQueue[], capacity: ProfileCapacity): void {
     const scaling = this.service.autoScaleTaskCount({
       minCapacity: capacity.minWorkers,
       maxCapacity: capacity.maxWorkers,
     });
-    const queueMetric = (id: string, metricName: string) => ({
+    const queueMetric = (id: string, queue: IQueue, metricName: string) => ({
       id,
       returnData: false,
       metricStat: {
@@ -179,6 +179,12 @@ export class WorkerService extends Construct {
         stat: 'Sum',
       },
     });
+    // Waiting and in-flight messages of every queue the service receives from.
+    const backlog = queues.flatMap((queue, i) => [
+      queueMetric(`visible${i}`, queue, 'ApproximateNumberOfMessagesVisible'),
+      queueMetric(`inflight${i}`, queue, 'ApproximateNumberOfMessagesNotVisible'),
+    ]);
+    const total = backlog.map((m) => m.id).join(' + ');
     const policy = new CfnScalingPolicy(this, 'BacklogPerTask', {
       policyName: `${Names.uniqueId(this)}-backlog-per-task`.slice(-256),
       policyType: 'TargetTrackingScaling',
@@ -191,8 +197,7 @@ export class WorkerService extends Construct {
         scaleInCooldown: 120,
         customizedMetricSpecification: {
           metrics: [
-            queueMetric('visible', 'ApproximateNumberOfMessagesVisible'),
-            queueMetric('inflight', 'ApproximateNumberOfMessagesNotVisible'),
+            ...backlog,
             {
               id: 'tasks',
               returnData: false,
@@ -211,7 +216,7 @@ export class WorkerService extends Construct {
             {
               id: 'backlogPerTask',
               label: 'Backlog per task',
-              expression: 'IF(tasks > 0, (visible + inflight) / tasks, visible + inflight)',
+              expression: `IF(tasks > 0, (${total}) / tasks, ${total})`,
               returnData: true,
             },
           ],

@@ -84,13 +84,15 @@ export class Workers extends Construct {
         environment: { ...resources.environment, CAPSTAN_QUEUE_URL: pq.queue.queueUrl },
         secretPrefix: props.secretPrefix,
         logKey: resources.key,
-        queue: pq.queue,
+        queues: pq.stepQueues,
         capacity: capacityOf(props.capacity, profileName),
       });
       const taskRole = worker.taskDefinition.taskRole;
-      pq.queue.grantConsumeMessages(taskRole);
-      // Recording a result may start a fan-out step's next targets, on the same profile's queue.
-      pq.queue.grantSendMessages(taskRole);
+      for (const queue of pq.stepQueues) {
+        queue.grantConsumeMessages(taskRole);
+        // Recording a result may start a fan-out step's next targets, on the same profile's queues.
+        queue.grantSendMessages(taskRole);
+      }
       // An agent worker creates its node's queue, redriving to the profile's dead-letter queue.
       grantNodeQueues(resources, taskRole, 'own');
       pq.deadLetterQueue.grant(taskRole, 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errorInfoSchema, pipelinePositionSchema } from './entities.js';
+import { errorInfoSchema, pipelinePositionSchema, prioritySchema } from './entities.js';
 import { resolvedTargetSchema } from './targets.js';
 import { sandboxProfileNameSchema } from './sandbox-profiles.js';
 
@@ -27,8 +27,14 @@ export const stepCommandSchema = z.strictObject({
    */
   target: resolvedTargetSchema.optional(),
   pipeline: pipelinePositionSchema.optional(),
+  /** The run's priority: a `high` or `emergency` run's commands go to the profile's priority queue. */
+  priority: prioritySchema.optional(),
 });
 export type StepCommand = z.infer<typeof stepCommandSchema>;
+
+/** Whether a command goes to its profile's priority queue, which workers drain first. */
+export const urgent = (command: Pick<StepCommand, 'priority'>): boolean =>
+  command.priority === 'high' || command.priority === 'emergency';
 
 /** What a worker reports when a step execution ends. */
 export const stepResultSchema = z.strictObject({

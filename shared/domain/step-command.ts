@@ -26,6 +26,7 @@ export function commandFor(runbook: Runbook, run: Run, step: Step, execution: St
     secrets: body.secrets,
     sandboxProfile: runbook.sandbox_profile,
     correlationId: run.runId,
+    priority: run.priority,
     ...(execution.target && { target: execution.target }),
     ...(execution.pipeline && { pipeline: execution.pipeline }),
   };

@@ -6,6 +6,14 @@ export function stepQueueName(prefix: string, profile: SandboxProfileName): stri
   return `${prefix}-${profile}-steps`;
 }
 
+/**
+ * Name of a sandbox profile's priority queue: the commands of `high` and `emergency` runs, which
+ * the profile's workers receive before the step queue's. Its dead letters go to the same queue.
+ */
+export function priorityQueueName(prefix: string, profile: SandboxProfileName): string {
+  return `${prefix}-${profile}-steps-priority`;
+}
+
 /** Name of the dead-letter queue behind a profile's step queue. */
 export function deadLetterQueueName(prefix: string, profile: SandboxProfileName): string {
   return `${prefix}-${profile}-steps-dlq`;

@@ -54,18 +54,20 @@ describe('the stateful stack', () => {
     }
   });
 
-  it('puts a dead-letter queue behind every profile queue', () => {
+  it('puts a dead-letter queue behind every profile queue and its priority queue', () => {
     const queues = resources(stateful, 'AWS::SQS::Queue');
     const withRedrive = queues.filter(([, q]) => q.Properties.RedrivePolicy !== undefined);
-    expect(withRedrive).toHaveLength(SANDBOX_PROFILE_NAMES.length);
+    expect(withRedrive).toHaveLength(2 * SANDBOX_PROFILE_NAMES.length);
     for (const profile of SANDBOX_PROFILE_NAMES) {
-      stateful.hasResourceProperties('AWS::SQS::Queue', {
-        QueueName: `capstan-${profile}-steps`,
-        RedrivePolicy: {
-          deadLetterTargetArn: Match.anyValue(),
-          maxReceiveCount: SANDBOX_PROFILES[profile].maxReceiveCount,
-        },
-      });
+      for (const name of [`capstan-${profile}-steps`, `capstan-${profile}-steps-priority`])
+        stateful.hasResourceProperties('AWS::SQS::Queue', {
+          QueueName: name,
+          KmsMasterKeyId: Match.anyValue(),
+          RedrivePolicy: {
+            deadLetterTargetArn: Match.anyValue(),
+            maxReceiveCount: SANDBOX_PROFILES[profile].maxReceiveCount,
+          },
+        });
     }
   });
 
@@ -163,7 +165,8 @@ describe('the stateless stack', () => {
         'RunningTaskCount',
       ])
         expect(metrics).toContain(name);
-      expect(metrics).toContain('(visible + inflight) / tasks');
+      // The backlog is the step queue's and the priority queue's together.
+      expect(metrics).toContain('(visible0 + inflight0 + visible1 + inflight1) / tasks');
     }
   });
 

@@ -7,13 +7,17 @@ import { makeSqsCommandSource } from '../../shared/adapters/sqs/command-source.j
 import { ensureNodeQueue } from '../../shared/adapters/sqs/node-queues.js';
 import type { StepCommand } from '../../shared/domain/messages.js';
 import { SANDBOX_PROFILES } from '../../shared/domain/sandbox-profiles.js';
-import { nodeQueueName, stepQueueName } from '../../shared/resources/queues.js';
+import { nodeQueueName, priorityQueueName, stepQueueName } from '../../shared/resources/queues.js';
 import { freePort } from '../support/local-dynamodb.js';
 
 const region = 'us-east-1';
 const profile = SANDBOX_PROFILES['dev-flex'];
 
-const command = (executionId: string, target?: StepCommand['target']): StepCommand => ({
+const command = (
+  executionId: string,
+  target?: StepCommand['target'],
+  priority?: StepCommand['priority'],
+): StepCommand => ({
   v: 1,
   executionId,
   runId: 'run-1',
@@ -30,6 +34,7 @@ const command = (executionId: string, target?: StepCommand['target']): StepComma
   secrets: [],
   sandboxProfile: 'dev-flex',
   ...(target && { target }),
+  ...(priority && { priority }),
 });
 const agent = (id: string) => ({ id, source: 'agent' as const, attributes: {} });
 
@@ -92,6 +97,32 @@ describe('per-node routing on SQS (fauxqs)', () => {
     expect((await drain(sourceOf(urlA))).sort()).toEqual(['for-a-1', 'for-a-2']);
     expect(await drain(sourceOf(urlB))).toEqual([]);
     expect((await drain(sourceOf(profileUrl))).sort()).toEqual(['declared', 'untargeted']);
+  });
+
+  it("sends high and emergency runs' commands to the priority queue, which a profile worker receives first", async () => {
+    const urls = makeQueueUrls(sqs);
+    const [stepsUrl, priorityQueueUrl] = await Promise.all([
+      urls(stepQueueName('route', 'dev-flex')),
+      urls(priorityQueueName('route', 'dev-flex')),
+    ]);
+    const rejected = await makeSqsCommandQueue(sqs, 'route').send('dev-flex', [
+      command('low-1', undefined, 'low'),
+      command('normal-1', undefined, 'normal'),
+      command('high-1', undefined, 'high'),
+      command('emergency-1', undefined, 'emergency'),
+      // An agent node's command stays on its node's queue whatever the priority.
+      command('agent-high', agent('web-a'), 'high'),
+    ]);
+    expect(rejected).toEqual([]);
+    const worker = makeSqsCommandSource(sqs, stepsUrl, { waitSeconds: 0, priorityQueueUrl });
+    const order = await drain(worker);
+    expect(order.slice(0, 2).sort()).toEqual(['emergency-1', 'high-1']);
+    expect(order.slice(2).sort()).toEqual(['low-1', 'normal-1']);
+    // Each message was deleted from the queue it came from: both are empty now.
+    expect(await drain(makeSqsCommandSource(sqs, priorityQueueUrl, { waitSeconds: 0 }))).toEqual([]);
+    expect(await drain(makeSqsCommandSource(sqs, stepsUrl, { waitSeconds: 0 }))).toEqual([]);
+    const nodeUrl = await ensureNodeQueue(sqs, { prefix: 'route', tenantId: 'acme', profile, nodeId: 'web-a' });
+    expect(await drain(makeSqsCommandSource(sqs, nodeUrl, { waitSeconds: 0 }))).toEqual(['agent-high']);
   });
 
   it('keeps two tenants with the same node id on different queues', () => {

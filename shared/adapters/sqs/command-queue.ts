@@ -6,9 +6,15 @@ import {
   SQSServiceException,
 } from '@aws-sdk/client-sqs';
 import type { CommandQueue, RejectedCommand } from '../../app/ports/interpreter.js';
-import type { StepCommand } from '../../domain/messages.js';
+import { type StepCommand, urgent } from '../../domain/messages.js';
 import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
-import { MAX_BATCH_BYTES, MAX_COMMAND_BYTES, nodeQueueName, stepQueueName } from '../../resources/queues.js';
+import {
+  MAX_BATCH_BYTES,
+  MAX_COMMAND_BYTES,
+  nodeQueueName,
+  priorityQueueName,
+  stepQueueName,
+} from '../../resources/queues.js';
 import { TransientQueueError } from '../../app/dispatch-errors.js';
 import { queueSafeJson } from './message-body.js';
 import { traceAttributes } from './trace-attributes.js';
@@ -170,7 +176,8 @@ export function makeSqsCommandQueue(
   return {
     /**
      * Sends each command to where it must go: an agent node's command to that node's own queue
-     * (only its worker receives from it), every other command to the profile's queue.
+     * (only its worker receives from it), a `high` or `emergency` run's command to the profile's
+     * priority queue, every other command to the profile's step queue.
      */
     async send(profile: SandboxProfileName, commands: readonly StepCommand[]) {
       const rejected: RejectedCommand[] = [];
@@ -188,7 +195,11 @@ export function makeSqsCommandQueue(
         }
         const nodeId = command.target?.source === 'agent' ? command.target.id : undefined;
         const queue =
-          nodeId === undefined ? stepQueueName(prefix, profile) : nodeQueueName(prefix, command.tenantId, nodeId);
+          nodeId !== undefined
+            ? nodeQueueName(prefix, command.tenantId, nodeId)
+            : urgent(command)
+              ? priorityQueueName(prefix, profile)
+              : stepQueueName(prefix, profile);
         const group = byQueue.get(queue) ?? { ...(nodeId !== undefined && { nodeId }), entries: [] };
         group.entries.push({ executionId: command.executionId, body });
         byQueue.set(queue, group);

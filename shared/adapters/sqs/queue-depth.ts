@@ -1,24 +1,31 @@
 import { GetQueueAttributesCommand, QueueDoesNotExist, type SQSClient } from '@aws-sdk/client-sqs';
 import type { QueueDepth, QueueDepths } from '../../app/ports/capacity.js';
 import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
-import { stepQueueName } from '../../resources/queues.js';
+import { priorityQueueName, stepQueueName } from '../../resources/queues.js';
 import { makeQueueUrls } from './command-queue.js';
 
-/** A profile queue's depth from `GetQueueAttributes` (approximate, as SQS counts it). */
+/** A profile's depth, its step and priority queues together, from `GetQueueAttributes` (approximate, as SQS counts it). */
 export function makeSqsQueueDepth(client: SQSClient, prefix: string): QueueDepth {
   const urlOf = makeQueueUrls(client);
+  const depthOf = async (name: string) => {
+    const { Attributes } = await client.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: await urlOf(name),
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    return {
+      visible: Number(Attributes?.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
+    };
+  };
   return {
     async depth(profile) {
-      const { Attributes } = await client.send(
-        new GetQueueAttributesCommand({
-          QueueUrl: await urlOf(stepQueueName(prefix, profile)),
-          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-        }),
-      );
-      return {
-        visible: Number(Attributes?.ApproximateNumberOfMessages ?? 0),
-        inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
-      };
+      const [steps, priority] = await Promise.all([
+        depthOf(stepQueueName(prefix, profile)),
+        depthOf(priorityQueueName(prefix, profile)),
+      ]);
+      return { visible: steps.visible + priority.visible, inFlight: steps.inFlight + priority.inFlight };
     },
   };
 }
