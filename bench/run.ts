@@ -14,6 +14,7 @@ const SCENARIOS: Readonly<Record<string, { module: string; name: string }>> = {
   approvals: { module: './scenarios/approvals.js', name: 'approvalsScenario' },
   chaos: { module: './scenarios/chaos.js', name: 'chaosScenario' },
   fanout: { module: './scenarios/fanout.js', name: 'fanoutScenario' },
+  eventlog: { module: './scenarios/eventlog.js', name: 'eventlogScenario' },
 };
 
 const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
