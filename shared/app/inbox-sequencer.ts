@@ -17,6 +17,10 @@ export function makeSequencer(runs: Pick<RunLog, 'sequence'>): (runId: string) =
     const now = Date.now();
     const since = now - (sequencedAt.get(runId) ?? 0);
     if (since >= SEQUENCE_EVERY_MS) {
+      // A run not sequenced for an interval needs no entry (none reads as "long ago"): a
+      // long-lived worker keeps only the runs it wrote to lately.
+      if (sequencedAt.size >= 1024)
+        for (const [id, at] of sequencedAt) if (now - at >= SEQUENCE_EVERY_MS) sequencedAt.delete(id);
       sequencedAt.set(runId, now);
       await runs.sequence(runId, { eager: false });
       return;

@@ -37,3 +37,18 @@ describe("a writer's sequencing of run inboxes", () => {
     await expect(vi.advanceTimersByTimeAsync(250)).resolves.not.toThrow();
   });
 });
+
+describe('a long-lived writer', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('forgets runs it has not sequenced for an interval, and still sequences them at once', async () => {
+    const calls: string[] = [];
+    const sequenceSoon = makeSequencer({ sequence: async (runId) => void calls.push(runId) });
+    for (let i = 0; i < 1100; i++) await sequenceSoon(`run-${i}`);
+    await vi.advanceTimersByTimeAsync(300);
+    await sequenceSoon('run-new');
+    await sequenceSoon('run-0');
+    expect(calls.slice(-2)).toEqual(['run-new', 'run-0']);
+  });
+});
