@@ -86,6 +86,9 @@ export const runsScenario: Scenario = async (progress) => {
     const wallMs = Date.now() - startedAt;
 
     const dynamodb = { ...meters.dynamodb.counts };
+    const byKey = Object.entries(meters.dynamodb.byKey)
+      .filter(([, n]) => n > 0)
+      .sort(([, a], [, b]) => b - a);
     const sqs = Object.fromEntries(Object.entries(meters.sqs.counts).filter(([op]) => !op.startsWith('S3 ')));
     const lambdas = { ...invocationCounts };
     const transitions = stack.stepFunctions.counters.stateTransitions - transitionsBefore;
@@ -141,6 +144,14 @@ export const runsScenario: Scenario = async (progress) => {
           note: JSON.stringify(perStep(dynamodb, steps)),
         },
         {
+          name: 'DynamoDB requests per step, the ten largest by key',
+          value: fixed(byKey.slice(0, 10).reduce((total, [, n]) => total + n, 0) / steps),
+          note: byKey
+            .slice(0, 10)
+            .map(([label, n]) => `${label}: ${fixed(n / steps)}`)
+            .join('; '),
+        },
+        {
           name: 'SQS requests per step',
           value: fixed(sum(sqs) / steps),
           note: `${JSON.stringify(perStep(sqs, steps))}; idle long polls included`,
@@ -157,6 +168,7 @@ export const runsScenario: Scenario = async (progress) => {
         transitions,
         lambdas,
         dynamodb,
+        dynamodbByKey: Object.fromEntries(byKey),
         sqs,
       },
     };

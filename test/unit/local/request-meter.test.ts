@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMeteredEndpoint, type MeteredEndpoint } from '../../../local/request-meter.js';
+import { keyLabelOf, startMeteredEndpoint, type MeteredEndpoint } from '../../../local/request-meter.js';
 
 let upstream: ReturnType<typeof createServer>;
 let meter: MeteredEndpoint;
@@ -61,5 +61,37 @@ describe('the request meter', () => {
     expect(meter.failures).toEqual({ TransactWriteItems: 1 });
     meter.reset();
     expect(meter.failures).toEqual({ TransactWriteItems: 0 });
+  });
+
+  it('labels a DynamoDB request by operation, table and key shape, without ids', () => {
+    expect(
+      keyLabelOf(
+        'GetItem',
+        JSON.stringify({ TableName: 'capstan-state', Key: { pk: { S: 'RUN#run-1234' }, sk: { S: 'META' } } }),
+      ),
+    ).toBe('GetItem state RUN#*');
+    expect(
+      keyLabelOf(
+        'Query',
+        JSON.stringify({
+          TableName: 'capstan-state',
+          IndexName: 'gsi2',
+          ExpressionAttributeValues: { ':pk': { S: 'ACTIVE_RUNS' }, ':before': { S: '2026' } },
+        }),
+      ),
+    ).toBe('Query state (gsi2) ACTIVE_RUNS');
+    expect(
+      keyLabelOf(
+        'TransactWriteItems',
+        JSON.stringify({
+          TransactItems: [
+            { Update: { TableName: 'capstan-state', Key: { pk: { S: 'RUN#r' }, sk: { S: 'META' } } } },
+            { Put: { TableName: 'capstan-events', Item: { runId: { S: 'r' }, seq: { N: '3' } } } },
+            { Put: { TableName: 'capstan-events', Item: { runId: { S: 'r' }, seq: { N: '4' } } } },
+          ],
+        }),
+      ),
+    ).toBe('TransactWriteItems [Put events, Update state META]');
+    expect(keyLabelOf('GetItem', 'not json')).toBeUndefined();
   });
 });
