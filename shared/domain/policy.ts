@@ -225,12 +225,6 @@ function gateOf(verdict: PolicyDecision): GateSpec | undefined {
   return verdict.outcome === 'allow' ? verdict.autoApproved?.gate : undefined;
 }
 
-const sameGate = (a: GateSpec, b: GateSpec) =>
-  a.scope === b.scope &&
-  a.scopeId === b.scopeId &&
-  a.requiredApprovals === b.requiredApprovals &&
-  a.blastRadius === b.blastRadius;
-
 /**
  * Decides a unit of dispatch: a step, or a pipeline phase named by its first step. A pipeline's
  * targets go from one step to the next without coming back to the planner, so the phase is
@@ -250,18 +244,21 @@ export function decideUnit(policy: PolicyDocument | Error, runbook: Runbook, ste
   const denied = verdicts.find((v) => v.verdict.outcome === 'deny');
   if (denied) return { outcome: 'deny', rule: denied.verdict.rule, reason: named(denied) };
 
+  // The first step's gate stands for the phase when no later gate asks for more: more people, a
+  // larger blast radius, or people where the first step's gate was approved by policy.
   const headGate = gateOf(head.verdict);
   const gating = verdicts.filter((v) => gateOf(v.verdict) !== undefined);
-  const addsNothing = (v: (typeof verdicts)[number]) => {
+  const coveredByHead = (v: (typeof verdicts)[number]) => {
     const gate = gateOf(v.verdict);
     return (
       gate !== undefined &&
       headGate !== undefined &&
-      sameGate(gate, headGate) &&
-      v.verdict.outcome === head.verdict.outcome
+      (head.verdict.outcome === 'needs_approval' || v.verdict.outcome !== 'needs_approval') &&
+      headGate.requiredApprovals >= gate.requiredApprovals &&
+      rank(headGate.blastRadius) >= rank(gate.blastRadius)
     );
   };
-  if (gating.every((v) => v === head || addsNothing(v))) return head.verdict;
+  if (gating.every((v) => v === head || coveredByHead(v))) return head.verdict;
 
   // People must approve when any step needs them; policy approves only when it approves every gate.
   const human = gating.filter((v) => v.verdict.outcome === 'needs_approval');

@@ -361,6 +361,31 @@ describe('a pipeline phase, decided once for all its steps', () => {
     expect(decideUnit(DEFAULT_POLICY, perPhase, 'drain')).toEqual(decideStep(DEFAULT_POLICY, perPhase, 'drain'));
   });
 
+  it("keeps the first step's gate for the phase when it asks for as much as every later one", () => {
+    const rb = parseRunbookObject({
+      name: 'r',
+      environment: 'prod',
+      sandbox_profile: 'prod-standard',
+      validation_mode: 'per_phase',
+      phases: [
+        {
+          id: 'roll',
+          mode: 'pipeline',
+          steps: [
+            { id: 'drain', ...ECHO, blast_radius: 'high' },
+            { id: 'restart', ...ECHO, blast_radius: 'high' },
+            { id: 'verify', ...ECHO },
+          ],
+        },
+      ],
+    });
+    expect(decideUnit(DEFAULT_POLICY, rb, 'drain')).toEqual(decideStep(DEFAULT_POLICY, rb, 'drain'));
+    expect(decideUnit(DEFAULT_POLICY, rb, 'drain')).toMatchObject({
+      outcome: 'needs_approval',
+      gate: { scope: 'step', scopeId: 'drain', requiredApprovals: 2 },
+    });
+  });
+
   it('leaves a step outside a pipeline to its own decision', () => {
     const rb = runbook('dev', SCRIPT);
     expect(decideUnit(DEFAULT_POLICY, rb, 's')).toEqual(decideStep(DEFAULT_POLICY, rb, 's'));
