@@ -1,5 +1,6 @@
 import type { Run } from '../domain/entities.js';
 import type { EventType } from '../domain/events.js';
+import type { RunStatus } from '../domain/statuses.js';
 
 /**
  * The run lifecycle events that go out on the event bus (brief, "Intake"), so a ticket system can
@@ -45,8 +46,24 @@ export interface LifecycleDeps {
   readonly log: (message: string, fields: Record<string, unknown>) => void;
 }
 
+/** The run's status each lifecycle event reports: the one the event moved it to. */
+const STATUS_AFTER: Readonly<Record<string, RunStatus>> = {
+  'run.created': 'queued',
+  'run.throttled': 'throttled',
+  'run.started': 'running',
+  'approval.requested': 'waiting_for_approval',
+  'run.paused': 'paused',
+  'run.succeeded': 'succeeded',
+  'run.failed': 'failed',
+  'run.cancelled': 'cancelled',
+};
+
+/** What a lifecycle message says of its run besides the event: fields a run keeps for life. */
+type RunFacts = Pick<Run, 'runbookId' | 'runbookVersion' | 'ticket' | 'trigger'>;
+
 /** The detail of one lifecycle event: the run, its ticket and trigger, and its tenant. */
-export function lifecycleDetail(event: AppendedEvent, run: Run | undefined): Record<string, unknown> {
+export function lifecycleDetail(event: AppendedEvent, run: RunFacts | undefined): Record<string, unknown> {
+  const status = STATUS_AFTER[event.type];
   return {
     eventId: event.eventId,
     type: event.type,
@@ -54,15 +71,18 @@ export function lifecycleDetail(event: AppendedEvent, run: Run | undefined): Rec
     seq: event.seq,
     tenantId: event.tenantId,
     timestamp: event.timestamp,
+    ...(status !== undefined && { status }),
     ...(run && {
       runbookId: run.runbookId,
       runbookVersion: run.runbookVersion,
-      status: run.status,
       ...(run.ticket && { ticket: run.ticket }),
       ...(run.trigger && { trigger: run.trigger }),
     }),
   };
 }
+
+/** Runs whose facts a publisher keeps: its recent runs, so most lifecycle events cost no read. */
+const KNOWN_RUNS = 1000;
 
 /**
  * Publishes the lifecycle events among appended ones, in stream order.
@@ -71,17 +91,33 @@ export function lifecycleDetail(event: AppendedEvent, run: Run | undefined): Rec
  * delays the messages and never the run; the stream mapping retries from the first one not sent.
  */
 export function makePublishLifecycle(deps: LifecycleDeps) {
+  // A run's runbook, version, ticket and trigger never change, so one read serves all its events.
+  const known = new Map<string, RunFacts>();
+  const remember = (runId: string, facts: RunFacts | undefined) => {
+    if (!facts) return;
+    if (known.size >= KNOWN_RUNS) known.delete(known.keys().next().value ?? '');
+    known.set(runId, facts);
+  };
+  const factsOf = async (runId: string): Promise<RunFacts | undefined> => {
+    const run = (await deps.runs.load(runId))?.run;
+    return (
+      run && {
+        runbookId: run.runbookId,
+        runbookVersion: run.runbookVersion,
+        ...(run.ticket && { ticket: run.ticket }),
+        ...(run.trigger && { trigger: run.trigger }),
+      }
+    );
+  };
   return async (appended: readonly AppendedEvent[]): Promise<string | undefined> => {
     const wanted = appended.filter((e) => LIFECYCLE_TYPES.has(e.type as EventType));
-    const runs = new Map<string, Run | undefined>();
     for (let from = 0; from < wanted.length; from += 10) {
       const chunk = wanted.slice(from, from + 10);
       let accepted = 0;
       try {
-        for (const event of chunk)
-          if (!runs.has(event.runId)) runs.set(event.runId, (await deps.runs.load(event.runId))?.run);
+        for (const event of chunk) if (!known.has(event.runId)) remember(event.runId, await factsOf(event.runId));
         accepted = await deps.bus.publish(
-          chunk.map((event) => ({ detailType: event.type, detail: lifecycleDetail(event, runs.get(event.runId)) })),
+          chunk.map((event) => ({ detailType: event.type, detail: lifecycleDetail(event, known.get(event.runId)) })),
         );
       } catch (error) {
         deps.log('lifecycle events not published; the stream retries them', { error: (error as Error).message });

@@ -58,4 +58,20 @@ describe('lifecycle publication', () => {
     expect(await publish(appended)).toBe('p1');
     expect(logged).toHaveLength(1);
   });
+
+  it('reads each run once for all its lifecycle events, and reports the status each event moved it to', async () => {
+    const sent: LifecycleMessage[] = [];
+    let loads = 0;
+    const publish = makePublishLifecycle({
+      bus: { publish: async (m) => (sent.push(...m), m.length) },
+      runs: { load: async () => (loads++, { run }) },
+      log: () => undefined,
+    });
+    await publish(appended.slice(0, 1));
+    await publish(appended.slice(1, 3));
+    await publish(appended.slice(3));
+    expect(loads).toBe(1);
+    expect(sent.map((m) => m.detail.status)).toEqual(['queued', 'running', 'succeeded']);
+    expect(sent.every((m) => m.detail.runbookId === 'hello' && m.detail.runbookVersion === 1)).toBe(true);
+  });
 });
