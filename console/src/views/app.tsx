@@ -57,6 +57,9 @@ export function App({
   useEffect(() => {
     const onHash = () => setRoute(parseRoute(location.hash));
     addEventListener('hashchange', onHash);
+    // A change between the first render and this listener (a link followed right after sign-in)
+    // fired no event we heard: read the hash once more.
+    onHash();
     return () => removeEventListener('hashchange', onHash);
   }, []);
   useEffect(() => {
