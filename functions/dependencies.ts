@@ -199,6 +199,7 @@ export const reconcilerDeps = () => ({
   interpreter: makeSfnInterpreterControl(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
   alerts: approvalAlerts(),
   inventory: inventoryStore(),
+  settleWaiting: admission().settleDependencies,
 });
 
 const intakeLogger = () => new Logger({ serviceName: 'capstan-intake' });

@@ -345,15 +345,28 @@ export function makeAdmission(deps: AdmissionDeps) {
    */
   async function onRunEnded(runId: string, tenantId: string): Promise<void> {
     const ended = await deps.runs.load(runId);
-    if (ended?.run.status === 'cancelled') await withdrawProbe(ended.run.runbookId, tenantId, runId);
+    // Each part goes on when another fails: a breaker write that lost its race must not leave the
+    // runs waiting on this one waiting. The first failure is reported at the end.
+    const failures: unknown[] = [];
+    const attempt = async (part: () => Promise<unknown>) => {
+      try {
+        await part();
+      } catch (error) {
+        failures.push(error);
+      }
+    };
+    if (ended?.run.status === 'cancelled') await attempt(() => withdrawProbe(ended.run.runbookId, tenantId, runId));
     else if (ended && ended.run.error?.code !== 'DEPENDENCY_FAILED')
-      await countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded', runId);
+      await attempt(() => countOutcome(ended.run.runbookId, tenantId, ended.run.status === 'succeeded', runId));
     const waiters = await deps.admission.cells(tenantId, waiterCell(runId, ''));
-    for (const waiter of waiters) await settleDependencies(String(waiter.value.runId));
-    if (!deps.backpressure) return void (await admitBacklog(tenantId));
-    // The ended run's tenant was served: the room goes to the next tenant first.
-    servedLast = tenantId;
-    await admitBacklog();
+    for (const waiter of waiters) await attempt(() => settleDependencies(String(waiter.value.runId)));
+    if (!deps.backpressure) await attempt(() => admitBacklog(tenantId));
+    else {
+      // The ended run's tenant was served: the room goes to the next tenant first.
+      servedLast = tenantId;
+      await attempt(() => admitBacklog());
+    }
+    if (failures.length > 0) throw failures[0];
   }
 
   /**

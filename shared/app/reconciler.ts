@@ -15,6 +15,7 @@ import { makeRecoverLost } from './recovery.js';
 import { makeFanout } from './fanout.js';
 import { makeRepairStalled } from './stalled-dispatch.js';
 import type { RunEvent } from '../domain/events.js';
+import type { Admitted } from './admission.js';
 
 /** The interpreter as the reconciler sees it. */
 export interface InterpreterControl {
@@ -41,6 +42,11 @@ export interface ReconcilerDeps {
   readonly interpreter: InterpreterControl;
   readonly clock: Clock;
   readonly heartbeatMs: number;
+  /**
+   * Looks again at a run that waits before admission (behind its ticket's active run, or on its
+   * dependencies), in case the word that it may go was lost; absent, such runs are left alone.
+   */
+  readonly settleWaiting?: (runId: string) => Promise<Admitted>;
   readonly log: (message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -82,6 +88,12 @@ export const emptySummary = (): ReconcileSummary => ({
   commandsResent: 0,
   inboxesSequenced: 0,
 });
+
+/** A run that waits, never admitted, behind its ticket's active run or on its dependencies. */
+export function waitsBeforeAdmission(run: Run): boolean {
+  if (run.status !== 'queued' || run.admission) return false;
+  return run.queuedBehind !== undefined || (run.dependsOn?.length ?? 0) > 0;
+}
 
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
 const QUIET_MS = 60_000;
@@ -273,6 +285,17 @@ export function makeReconcile(deps: ReconcilerDeps) {
     for (const record of await runs.activeRuns(new Date(now.getTime() - QUIET_MS))) {
       if (Date.parse(record.run.updatedAt) > now.getTime() - QUIET_MS) continue;
       const { runId } = record.run;
+      // Admission holds these: their interpreter starts when admission lets them go, never here.
+      if (record.run.status === 'throttled') continue;
+      if (waitsBeforeAdmission(record.run)) {
+        // The word that the run ahead ended may have been lost: admission looks again.
+        const outcome = await deps.settleWaiting?.(runId);
+        if (outcome !== 'started') {
+          if (outcome === 'failed') deps.log('waiting run failed on its dependencies', { runId });
+          continue;
+        }
+        deps.log('waiting run settled', { runId });
+      }
       await countIfStuck(record, now, summary);
       // Only a restart stores its execution; the first one is named for the run.
       await checkRun(runId, record.executionArn ?? deps.interpreter.executionArnOf(runId), now, summary);

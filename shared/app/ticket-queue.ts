@@ -58,15 +58,46 @@ export function makeTicketQueue(deps: TicketQueueDeps) {
    * A queued run whose run ahead may have ended: `ready` once it holds the ticket (or never
    * waited), `waiting` while the run ahead, or another that took the ticket first, is active.
    */
-  async function takeTicket(run: Run): Promise<'ready' | 'waiting'> {
-    const ahead = run.queuedBehind;
-    if (ahead === undefined || !run.ticket) return 'ready';
-    const status = (await deps.runs.load(ahead))?.run.status;
-    if (status !== undefined && !runStateMachine.isTerminal(status)) return 'waiting';
+  async function takeTicket(queued: Run): Promise<'ready' | 'waiting'> {
+    let run: Run | undefined = queued;
+    // Each turn claims the ticket, or finds the run that holds it and waits behind that one; a
+    // line holds at most 50 runs, so the turns are bounded.
+    for (let turn = 0; turn <= 50 && run; turn++) {
+      const ahead = run.queuedBehind;
+      if (ahead === undefined || !run.ticket || run.status !== 'queued') return 'ready';
+      const status = (await deps.runs.load(ahead))?.run.status;
+      if (status !== undefined && !runStateMachine.isTerminal(status)) return 'waiting';
+      const claimed = await claim(run, ahead, run.ticket.id);
+      if (claimed === 'claimed') return 'ready';
+      if (claimed === 'moved') {
+        // Another look at this run moved it first: go on from where it is now.
+        run = (await deps.runs.load(run.runId))?.run;
+        continue;
+      }
+      // Another run took the ticket first (an API call, or a run queued alongside): wait behind it.
+      const holder = await placeInLine(run);
+      if (holder === undefined) return 'waiting';
+      await waitBehind(run, holder);
+      const now = deps.clock.now().toISOString();
+      const moved = await deps.runs.mutate(run.runId, (current) =>
+        current.run.queuedBehind !== ahead || current.run.status !== 'queued'
+          ? undefined
+          : { run: { queuedBehind: holder, updatedAt: now }, events: [] },
+      );
+      // The new run ahead may have ended before this run's waiter was noted: look again.
+      run = moved ? moved.record.run : (await deps.runs.load(run.runId))?.run;
+    }
+    return 'waiting';
+  }
+
+  /**
+   * Takes the ticket's active slot for `run`, which waited behind `ahead`: `taken` when another
+   * run holds it, `moved` when the run is no longer queued behind `ahead`.
+   */
+  async function claim(run: Run, ahead: string, ticketId: string): Promise<'claimed' | 'taken' | 'moved'> {
     const now = deps.clock.now().toISOString();
-    const ticketId = run.ticket.id;
     try {
-      await deps.runs.mutate(run.runId, (current) =>
+      const committed = await deps.runs.mutate(run.runId, (current) =>
         current.run.queuedBehind !== ahead || current.run.status !== 'queued'
           ? undefined
           : {
@@ -86,20 +117,11 @@ export function makeTicketQueue(deps: TicketQueueDeps) {
               ],
             },
       );
-      return 'ready';
+      return committed ? 'claimed' : 'moved';
     } catch (error) {
       if (!(error instanceof StaleWriteError)) throw error;
+      return 'taken';
     }
-    // Another run took the ticket first (an API call, or a run queued alongside): wait behind it.
-    const holder = await placeInLine(run);
-    if (holder === undefined) return 'waiting';
-    await waitBehind(run, holder);
-    await deps.runs.mutate(run.runId, (current) =>
-      current.run.queuedBehind !== ahead || current.run.status !== 'queued'
-        ? undefined
-        : { run: { queuedBehind: holder, updatedAt: now }, events: [] },
-    );
-    return 'waiting';
   }
 
   return { waitBehind, placeInLine, takeTicket };

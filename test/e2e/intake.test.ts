@@ -91,14 +91,17 @@ async function ticketRuns(ticket: string, as = operator) {
 }
 
 async function waitForStatus(runId: string, statuses: string[]) {
+  let last: Record<string, unknown> = {};
   return until(
     `run ${runId} in ${statuses.join('|')}`,
     async () => {
       const { body } = await api('GET', `/runs/${runId}`);
+      last = body;
       return statuses.includes(String(body.status)) ? body : undefined;
     },
     60_000,
-    context,
+    () =>
+      `last seen: ${JSON.stringify({ status: last.status, waitingFor: last.waitingFor, error: last.error })}\n${context()}`,
   );
 }
 

@@ -23,6 +23,9 @@ import { makeRegisterRunbook } from '../../../shared/app/runbooks.js';
 import { createRunBodySchema, makeCreateRun } from '../../../shared/app/runs.js';
 import type { Principal, Worker } from '../../../shared/domain/entities.js';
 import type { StepCommand } from '../../../shared/domain/messages.js';
+import { makeAdmission } from '../../../shared/app/admission.js';
+import { makeLimitControls } from '../../../shared/app/admission-controls.js';
+import { makeInMemoryAdmissionStore } from '../../../shared/app/ports/in-memory/admission.js';
 import { DEFAULT_POLICY } from '../../../shared/domain/policy.js';
 
 const HEARTBEAT_MS = 5_000;
@@ -58,7 +61,7 @@ const interpreter: InterpreterControl = {
   },
 };
 
-const reconcile = () =>
+const reconcile = (more: Partial<Parameters<typeof makeReconcile>[0]> = {}) =>
   makeReconcile({
     runs,
     runbooks,
@@ -70,6 +73,7 @@ const reconcile = () =>
     clock,
     heartbeatMs: HEARTBEAT_MS,
     log: () => undefined,
+    ...more,
   })();
 
 const ONE_STEP = [{ id: 'one', backend: 'test', action: 'echo', params: { message: 'hi' }, retries: 1 }];
@@ -243,5 +247,74 @@ describe('the reconciler', () => {
     clock.advance(121_000);
     expect(await reconcile()).toMatchObject({ commandsResent: 0 });
     expect(queue.sent).toEqual([]);
+  });
+});
+
+describe('the reconciler and runs that admission holds', () => {
+  /** A runbook, and runs created through admission, whose interpreter starts only when admitted. */
+  async function admitted() {
+    const stores = makeInMemoryStores();
+    ({ runs, approvals } = stores);
+    const admissionStore = makeInMemoryAdmissionStore(stores.cells);
+    const starter = {
+      start: async (run: { runId: string }) => {
+        statuses.set(`arn:execution:${run.runId}`, 'RUNNING');
+        return `arn:execution:${run.runId}`;
+      },
+    };
+    const admission = makeAdmission({ runs, admission: admissionStore, starter, clock });
+    await makeRegisterRunbook({ runbooks, clock })({
+      principal: olive,
+      format: 'json',
+      source: JSON.stringify({ name: 'unit', environment: 'dev', sandbox_profile: 'dev-flex', steps: ONE_STEP }),
+    });
+    const createRun = makeCreateRun({ runbooks, runs, clock, starter, admission });
+    const create = async (body: object = {}) =>
+      createRun({ principal: olive, body: createRunBodySchema.parse({ runbookId: 'unit', ...body }) });
+    const limits = makeLimitControls({ admission: admissionStore, clock });
+    return { admission, create, limits };
+  }
+
+  it('never starts the interpreter of a throttled run, however long it waits', async () => {
+    const { admission, create, limits } = await admitted();
+    await limits.pause(olive, { source: 'unit', reason: 'hold' });
+    const { runId, status } = await create();
+    expect(status).toBe('throttled');
+    // No execution exists for it: one the reconciler would take for lost.
+    statuses.set(`arn:execution:${runId}`, 'MISSING');
+    clock.advance(5 * 60_000);
+    await reconcile({ settleWaiting: admission.settleDependencies });
+    expect(restarted).toEqual([]);
+    expect(statuses.get(`arn:execution:${runId}`)).toBe('MISSING');
+    expect((await runs.load(runId))?.run.status).toBe('throttled');
+  });
+
+  it('never starts the interpreter of a run whose dependency is still running', async () => {
+    const { admission, create } = await admitted();
+    const first = await create();
+    const second = await create({ dependsOn: [first.runId] });
+    expect(second.status).toBe('queued');
+    statuses.set(`arn:execution:${second.runId}`, 'MISSING');
+    clock.advance(5 * 60_000);
+    await reconcile({ settleWaiting: admission.settleDependencies });
+    expect(restarted).toEqual([]);
+    expect(statuses.get(`arn:execution:${second.runId}`)).toBe('MISSING');
+  });
+
+  it('admits a waiting run whose dependency ended while the word of it was lost', async () => {
+    const { admission, create } = await admitted();
+    const first = await create();
+    const second = await create({ dependsOn: [first.runId] });
+    statuses.set(`arn:execution:${second.runId}`, 'MISSING');
+    const now = clock.now().toISOString();
+    // The run ends, and the admitter never hears of it.
+    await runs.mutate(first.runId, () => ({
+      run: { status: 'succeeded', endedAt: now, updatedAt: now },
+      events: [{ eventId: 'end', type: 'run.succeeded', timestamp: now, payload: {}, meta: {} }],
+    }));
+    clock.advance(61_000);
+    await reconcile({ settleWaiting: admission.settleDependencies });
+    expect(statuses.get(`arn:execution:${second.runId}`)).toBe('RUNNING');
+    expect(restarted).toEqual([]);
   });
 });

@@ -4,14 +4,17 @@ import { makeInMemoryAdmissionStore } from '../../../shared/app/ports/in-memory/
 import { makeFakeClock, makeInMemoryRunbooks } from '../../../shared/app/ports/in-memory/fakes.js';
 import { makeInMemoryStores } from '../../../shared/app/ports/in-memory/runs.js';
 import { makeCreateRun } from '../../../shared/app/runs.js';
+import type { RunStore } from '../../../shared/app/ports/runs.js';
 import { lastInLine } from '../../../shared/app/ticket-queue.js';
 import type { Principal, Run } from '../../../shared/domain/entities.js';
 import { TicketBusyError } from '../../../shared/domain/intake/ticket.js';
 
 const principal: Principal = { subject: 'jira:jira', tenantId: 't', roles: ['operator'] };
 
-async function setUp() {
-  const { runs, cells } = makeInMemoryStores();
+async function setUp(wrap: (runs: RunStore) => RunStore = (runs) => runs) {
+  const stores = makeInMemoryStores();
+  const runs = wrap(stores.runs);
+  const { cells } = stores;
   const runbooks = makeInMemoryRunbooks();
   const clock = makeFakeClock();
   const started: string[] = [];
@@ -56,7 +59,15 @@ async function setUp() {
     }));
     await admission.onRunEnded(runId, 't');
   };
-  return { runs, started, create, end };
+  /** Ends a run without telling admission: the admitter never hears of it. */
+  const endSilently = async (runId: string) => {
+    const now = clock.now().toISOString();
+    await runs.mutate(runId, () => ({
+      run: { status: 'succeeded', endedAt: now, updatedAt: now },
+      events: [{ eventId: `end-${runId}`, type: 'run.succeeded', timestamp: now, payload: {}, meta: {} }],
+    }));
+  };
+  return { runs, started, create, end, endSilently, admission };
 }
 
 describe('runs queued behind their ticket', () => {
@@ -86,6 +97,31 @@ describe('runs queued behind their ticket', () => {
 
     await end(second.runId, 'succeeded');
     expect(started).toEqual([first.runId, second.runId, third.runId]);
+  });
+
+  it('starts a queued run whose new run ahead ended before the run noted that it waits behind it', async () => {
+    let onListing: (() => Promise<void>) | undefined;
+    const { started, create, endSilently, admission } = await setUp((runs) => ({
+      ...runs,
+      listByTicket: async (...args) => {
+        const page = await runs.listByTicket(...args);
+        // The race: the run found holding the ticket ends right after it is found.
+        const race = onListing;
+        onListing = undefined;
+        await race?.();
+        return page;
+      },
+    }));
+    const first = await create('k-1');
+    const second = await create('k-2', 'queue');
+    await endSilently(first.runId);
+    // An API call takes the free ticket before the second run hears that the first ended.
+    const third = await create('k-3');
+    expect(started).toEqual([first.runId, third.runId]);
+    onListing = () => endSilently(third.runId);
+
+    await admission.onRunEnded(first.runId, 't');
+    expect(started).toEqual([first.runId, third.runId, second.runId]);
   });
 
   it('finds the end of a ticket’s line by following who waits behind whom, skipping runs that ended', () => {
