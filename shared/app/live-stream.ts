@@ -95,10 +95,18 @@ export function makeLiveStream(deps: LiveStreamDeps) {
 
     /** New events from the log's stream: deliver each affected run to its subscribers. */
     async broadcast(appended: ReadonlyArray<{ runId: string; tenantId: string }>): Promise<void> {
-      const runsTouched = new Map(appended.map((e) => [`${e.tenantId}/${e.runId}`, e]));
-      for (const { runId, tenantId } of runsTouched.values()) {
-        const connections = await subscriptions.subscribers(tenantId, runId);
-        await Promise.all(connections.map((connectionId) => deliver(connectionId, runId)));
+      const runsByTenant = new Map<string, Set<string>>();
+      for (const { tenantId, runId } of appended) {
+        const runs = runsByTenant.get(tenantId) ?? new Set<string>();
+        runsByTenant.set(tenantId, runs.add(runId));
+      }
+      for (const [tenantId, runIds] of runsByTenant) {
+        const subscribed = await subscriptions.subscribers(tenantId, [...runIds]);
+        await Promise.all(
+          [...subscribed].flatMap(([runId, connections]) =>
+            connections.map((connectionId) => deliver(connectionId, runId)),
+          ),
+        );
       }
     },
   };

@@ -27,8 +27,12 @@ function memorySubscriptions() {
     async subscribe(sub) {
       subs.set(id(sub.connectionId, sub.runId), { ...sub, dirty: false });
     },
-    async subscribers(tenantId, runId) {
-      return [...subs.values()].filter((s) => s.tenantId === tenantId && s.runId === runId).map((s) => s.connectionId);
+    async subscribers(tenantId, runIds) {
+      const found = new Map<string, string[]>();
+      for (const s of subs.values())
+        if (s.tenantId === tenantId && runIds.includes(s.runId))
+          found.set(s.runId, [...(found.get(s.runId) ?? []), s.connectionId]);
+      return found;
     },
     async lock(connectionId, runId, owner) {
       const sub = subs.get(id(connectionId, runId));

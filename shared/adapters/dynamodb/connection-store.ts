@@ -9,12 +9,18 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { ConnectionStore, Subscription, SubscriptionStore } from '../../app/ports/connections.js';
 import { isConditionFailure } from './conditional.js';
+import { queryPages } from './paginate.js';
 
 /** API Gateway closes a WebSocket connection after two hours; its records age out a little later. */
 export const CONNECTION_TTL_SECONDS = 2 * 3600 + 600;
 
 export const connectionKey = (connectionId: string) => `CONN#${connectionId}`;
-export const runSubscribersKey = (tenantId: string, runId: string) => `RUNSUB#${tenantId}#${runId}`;
+/**
+ * The tenant's side of its subscriptions: one partition per tenant, an item per (run, connection),
+ * so the broadcaster reads a batch's subscribers with one query per tenant.
+ */
+export const tenantSubscribersKey = (tenantId: string) => `SUBS#${tenantId}`;
+const subscriberSk = (runId: string, connectionId: string) => `${runId}#${connectionKey(connectionId)}`;
 
 export function makeConnectionStore(client: DynamoDBDocumentClient, tableName: string): ConnectionStore {
   return {
@@ -67,7 +73,13 @@ export function makeConnectionStore(client: DynamoDBDocumentClient, tableName: s
         const own = { pk: item.pk as string, sk: item.sk as string };
         return item.sk === 'META'
           ? [own]
-          : [own, { pk: runSubscribersKey(item.tenantId as string, item.runId as string), sk: own.pk }];
+          : [
+              own,
+              {
+                pk: tenantSubscribersKey(item.tenantId as string),
+                sk: subscriberSk(item.runId as string, connectionId),
+              },
+            ];
       });
       for (let i = 0; i < keys.length; i += 25) {
         await client.send(
@@ -105,8 +117,9 @@ export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName:
               {
                 PutRequest: {
                   Item: {
-                    pk: runSubscribersKey(sub.tenantId, sub.runId),
-                    sk: connectionKey(sub.connectionId),
+                    pk: tenantSubscribersKey(sub.tenantId),
+                    sk: subscriberSk(sub.runId, sub.connectionId),
+                    runId: sub.runId,
                     connectionId: sub.connectionId,
                     expiresAt,
                   },
@@ -118,15 +131,31 @@ export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName:
       );
     },
 
-    async subscribers(tenantId: string, runId: string): Promise<string[]> {
-      const { Items = [] } = await client.send(
-        new QueryCommand({
+    async subscribers(tenantId: string, runIds: readonly string[]): Promise<Map<string, string[]>> {
+      const wanted = new Set(runIds);
+      const found = new Map<string, string[]>();
+      if (wanted.size === 0) return found;
+      // One run: its own key range. Several: the tenant's whole partition (one item per open
+      // subscription, so small), filtered here.
+      const [only] = runIds;
+      const { items } = await queryPages(
+        client,
+        {
           TableName: tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': runSubscribersKey(tenantId, runId) },
-        }),
+          KeyConditionExpression: wanted.size === 1 ? 'pk = :pk AND begins_with(sk, :run)' : 'pk = :pk',
+          // A subscription written a moment ago must be seen, or its next event would wait.
+          ConsistentRead: true,
+          ExpressionAttributeValues: {
+            ':pk': tenantSubscribersKey(tenantId),
+            ...(wanted.size === 1 && { ':run': `${only}#` }),
+          },
+        },
+        (item) => ({ runId: String(item.runId), connectionId: String(item.connectionId) }),
+        { limit: 10_000 },
       );
-      return Items.map((item) => String(item.connectionId));
+      for (const { runId, connectionId } of items)
+        if (wanted.has(runId)) found.set(runId, [...(found.get(runId) ?? []), connectionId]);
+      return found;
     },
 
     /** Takes the delivery lock: 'held' (the caller delivers), 'busy' (marked dirty for the holder), or 'gone'. */

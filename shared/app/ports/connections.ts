@@ -25,8 +25,11 @@ export interface Subscription {
  */
 export interface SubscriptionStore {
   subscribe(sub: Subscription, now: Date): Promise<void>;
-  /** Connections subscribed to a run of this tenant. */
-  subscribers(tenantId: string, runId: string): Promise<string[]>;
+  /**
+   * The connections subscribed to each of these runs of one tenant (runs without any are absent):
+   * one read for all of them, so a batch of events costs a read per tenant, not per run.
+   */
+  subscribers(tenantId: string, runIds: readonly string[]): Promise<Map<string, string[]>>;
   lock(connectionId: string, runId: string, owner: string, now: Date): Promise<'held' | 'busy' | 'gone'>;
   delivered(connectionId: string, runId: string): Promise<number | undefined>;
   /** 'lost' when the caller no longer holds the lock (the connection went away, or the lock expired and was taken). */
