@@ -1,9 +1,7 @@
+import type { OutputLine } from '../shared/app/step-results.js';
+
 /** One line of a step's output, numbered per step execution. */
-export interface OutputChunk {
-  readonly stream: 'stdout' | 'stderr';
-  readonly text: string;
-  readonly streamSeq: number;
-}
+export type OutputChunk = OutputLine;
 
 export interface OutputBufferOptions {
   /** Records one batch (as one `step.output` event); batches are recorded in order. */
@@ -20,7 +18,8 @@ export interface OutputBufferOptions {
 
 /**
  * A step execution's output: lines redacted as they come, recorded in batches every `flushMs`,
- * and cut with a marker once `capBytes` were kept. `close` records what is left.
+ * and cut with a marker once `capBytes` were kept. `close` records what is left; `drain` hands it
+ * back instead, for the caller to record with the step's result.
  */
 export class OutputBuffer {
   private pending: OutputChunk[] = [];
@@ -68,5 +67,14 @@ export class OutputBuffer {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.flush();
+  }
+
+  /** Stops the timer, waits for the batches being recorded, and returns the lines not recorded yet. */
+  async drain(): Promise<OutputChunk[]> {
+    clearInterval(this.timer);
+    await this.flushing;
+    const rest = this.pending;
+    this.pending = [];
+    return rest;
   }
 }

@@ -13,7 +13,7 @@ import {
   type Backend,
 } from './backends/types.js';
 import type { RedactingLog } from './log-redaction.js';
-import { OutputBuffer } from './output-buffer.js';
+import { OutputBuffer, type OutputChunk } from './output-buffer.js';
 import type { ArtifactStore } from './artifacts.js';
 import { holdSecrets, releaseSecrets } from '../shared/observability/logger.js';
 import { recordMetric } from '../shared/observability/metrics.js';
@@ -86,17 +86,20 @@ export class StepRunner {
       return;
     }
     await results.started(cmd, workerId, prepared.secretIds);
-    const outcome = await this.execute(cmd, prepared);
-    if (outcome === 'lease lost') {
+    const executed = await this.execute(cmd, prepared);
+    if (executed === 'lease lost') {
       log.log('lease lost; the result is not recorded', { executionId: cmd.executionId });
       return;
     }
-    await results.finished(cmd, workerId, outcome);
+    await results.finished(cmd, workerId, executed.outcome, executed.lastOutput);
     this.completed++;
   }
 
   /** Runs the action under its timeout; `lease lost` when the heartbeat found the lease taken over. */
-  private async execute(cmd: StepCommand, prepared: Prepared): Promise<Outcome | 'lease lost'> {
+  private async execute(
+    cmd: StepCommand,
+    prepared: Prepared,
+  ): Promise<{ outcome: Outcome; lastOutput: OutputChunk[] } | 'lease lost'> {
     const { log, redactPatterns, results, workerId } = this.options;
     const controller = new AbortController();
     this.current = { cmd, controller };
@@ -143,13 +146,14 @@ export class StepRunner {
     if (cmd.attempt > 1) recordMetric('retries', 1, { backend: cmd.backend });
     if (outcome.outcome !== 'succeeded')
       recordMetric('failures', 1, { backend: cmd.backend, reason: outcome.error.code });
-    await output.close();
+    // What the step printed last is recorded with its result.
+    const lastOutput = await output.drain();
     log.forget();
     releaseSecrets(held);
     const reason: unknown = controller.signal.reason;
     return controller.signal.aborted && reason instanceof ActionError && reason.code === 'LEASE_LOST'
       ? 'lease lost'
-      : outcome;
+      : { outcome, lastOutput };
   }
 
   /**

@@ -36,6 +36,16 @@ const OUTPUT_TAIL_LINES = 20;
 const OUTPUT_EVENTS_PER_TRANSACTION = 90;
 /** Output text per transaction, well under DynamoDB's 4 MB (a line may be as long as the step's cap). */
 const OUTPUT_BYTES_PER_TRANSACTION = 1024 * 1024;
+/** The last output lines that may ride in the result's own transaction (beside its receipt and output). */
+const LAST_OUTPUT_LINES = 50;
+const LAST_OUTPUT_BYTES = 256 * 1024;
+
+/** One line of a step's output, numbered per step execution. */
+export interface OutputLine {
+  readonly stream: 'stdout' | 'stderr';
+  readonly text: string;
+  readonly streamSeq: number;
+}
 
 /** Splits output lines, in order, into groups that each fit one transaction. */
 function transactionSized<T extends { readonly text: string }>(lines: readonly T[]): T[][] {
@@ -159,6 +169,30 @@ export function makeStepResults(deps: StepResultDeps) {
     return { runbook, next, record };
   }
 
+  /**
+   * A batch of output lines as `step.output` events, each with its per-execution `streamSeq`,
+   * in order. A transaction holds at most 100 items (and 4 MB), so a large batch is recorded as
+   * several, each chained on the head the previous one left.
+   */
+  async function output(cmd: StepCommand, workerId: string, chunks: readonly OutputLine[]): Promise<void> {
+    for (const part of transactionSized(chunks)) {
+      const now = deps.clock.now().toISOString();
+      await record(cmd, (execution) => {
+        const tail = [...execution.outputTail, ...part.map((c) => c.text)].slice(-OUTPUT_TAIL_LINES);
+        const next = { ...execution, outputTail: tail };
+        return {
+          next,
+          change: {
+            events: part.map((c) =>
+              draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
+            ),
+            writes: [writes.updateExecution(next, ['running'], workerId)],
+          },
+        };
+      });
+    }
+  }
+
   return {
     /**
      * `store` with its `acquireLease` handing each lease taken to this writer, so the records
@@ -214,39 +248,23 @@ export function makeStepResults(deps: StepResultDeps) {
       });
     },
 
-    /**
-     * A batch of output lines as `step.output` events, each with its per-execution `streamSeq`,
-     * in order. A transaction holds at most 100 items (and 4 MB), so a large batch is recorded as
-     * several, each chained on the head the previous one left.
-     */
-    async output(
-      cmd: StepCommand,
-      workerId: string,
-      chunks: ReadonlyArray<{ stream: 'stdout' | 'stderr'; text: string; streamSeq: number }>,
-    ): Promise<void> {
-      for (const part of transactionSized(chunks)) {
-        const now = deps.clock.now().toISOString();
-        await record(cmd, (execution) => {
-          const tail = [...execution.outputTail, ...part.map((c) => c.text)].slice(-OUTPUT_TAIL_LINES);
-          const next = { ...execution, outputTail: tail };
-          return {
-            next,
-            change: {
-              events: part.map((c) =>
-                draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
-              ),
-              writes: [writes.updateExecution(next, ['running'], workerId)],
-            },
-          };
-        });
-      }
-    },
+    output,
 
     /**
      * Ends the execution: its final state, the receipt (on success), the aggregate count and
      * `step.succeeded` / `step.failed`; then, if that completed the step, resumes the interpreter.
      */
-    async finished(cmd: StepCommand, workerId: string, result: Outcome): Promise<void> {
+    async finished(
+      cmd: StepCommand,
+      workerId: string,
+      result: Outcome,
+      lastOutput: readonly OutputLine[] = [],
+    ): Promise<void> {
+      // The last lines the step printed commit with its result, in one transaction, when they are
+      // few: a short step costs one write less. More go first, as output of their own.
+      const bytes = lastOutput.reduce((total, line) => total + Buffer.byteLength(line.text), 0);
+      const merged = lastOutput.length <= LAST_OUTPUT_LINES && bytes <= LAST_OUTPUT_BYTES ? lastOutput : [];
+      if (merged.length < lastOutput.length) await output(cmd, workerId, lastOutput);
       const now = deps.clock.now().toISOString();
       const succeeded = result.outcome === 'succeeded';
       const unit = countsInto(cmd);
@@ -275,12 +293,18 @@ export function makeStepResults(deps: StepResultDeps) {
           ...execution,
           status: result.outcome,
           endedAt: now,
+          ...(merged.length > 0 && {
+            outputTail: [...execution.outputTail, ...merged.map((c) => c.text)].slice(-OUTPUT_TAIL_LINES),
+          }),
           ...(result.outcome !== 'succeeded' && { error: result.error }),
         };
         return {
           next: ended,
           change: {
             events: [
+              ...merged.map((c) =>
+                draft(cmd, 'step.output', now, { stream: c.stream, text: c.text, streamSeq: c.streamSeq }, workerId),
+              ),
               ...(violation
                 ? [
                     draft(

@@ -217,6 +217,44 @@ describe('step results', () => {
     expect(callbacks.succeeded).toHaveLength(1);
   });
 
+  it("records a step's last few output lines in its result's own transaction, in order before the result", async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    const results = makeStepResults({ runs, callbacks, clock });
+    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+    await results.started(command, 'w');
+    requests.clear();
+    const last = ['one', 'two'].map((text, i) => ({ stream: 'stdout' as const, text, streamSeq: i + 1 }));
+    await results.finished(command, 'w', { outcome: 'succeeded', output: {} }, last);
+    expect(requests.get('transact')).toBe(1);
+    const events = (await runs.events(runId, 0, 1000)).slice(-3);
+    expect(events.map((e) => [e.type, e.payload.text])).toEqual([
+      ['step.output', 'one'],
+      ['step.output', 'two'],
+      ['step.succeeded', undefined],
+    ]);
+    expect(await runs.execution(runId, command.executionId)).toMatchObject({ outputTail: ['one', 'two'] });
+  });
+
+  it('records many last output lines on their own first, then the result', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    const results = makeStepResults({ runs, callbacks, clock });
+    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+    await results.started(command, 'w');
+    requests.clear();
+    const last = Array.from({ length: 60 }, (_, i) => ({ stream: 'stdout' as const, text: `l${i}`, streamSeq: i + 1 }));
+    await results.finished(command, 'w', { outcome: 'failed', error: { code: 'BOOM', message: 'no' } }, last);
+    expect(requests.get('transact')).toBe(2);
+    const events = await runs.events(runId, 0, 1000);
+    expect(events.filter((e) => e.type === 'step.output').map((e) => e.payload.text)).toEqual(last.map((l) => l.text));
+    expect(events.at(-1)?.type).toBe('step.failed');
+  });
+
   it('lets a lapsed lease of a step that never started go to the next worker only after it lapses', async () => {
     const runId = await startRun([echo('one')]);
     const { planNext, dispatch } = interpreter();

@@ -55,7 +55,11 @@ export function fakeResults() {
   const results: Pick<StepResults, 'started' | 'output' | 'finished'> = {
     started: async (_cmd, _worker, secretIds) => void reported.push({ kind: 'started', value: secretIds }),
     output: async (_cmd, _worker, chunks) => void reported.push({ kind: 'output', value: [...chunks] }),
-    finished: async (_cmd, _worker, outcome) => void reported.push({ kind: 'finished', value: outcome }),
+    // The last lines ride with the result, recorded as output before it, as the store does.
+    finished: async (_cmd, _worker, outcome, lastOutput = []) => {
+      if (lastOutput.length > 0) reported.push({ kind: 'output', value: [...lastOutput] });
+      reported.push({ kind: 'finished', value: outcome });
+    },
   };
   return { results, reported };
 }
