@@ -1,9 +1,10 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { type AppendedEvent, makePublishLifecycle } from '../shared/app/lifecycle.js';
+import { appendedEvents } from '../shared/adapters/dynamodb/stream-records.js';
 import { lifecycleDeps } from './dependencies.js';
 import { lambdaTelemetry } from './observability.js';
 
-const { observe } = lambdaTelemetry('capstan-lifecycle-publisher');
+const { logger, observe } = lambdaTelemetry('capstan-lifecycle-publisher');
 
 const publish = makePublishLifecycle(lifecycleDeps());
 
@@ -12,31 +13,18 @@ const publish = makePublishLifecycle(lifecycleDeps());
  * refused publication reports its record, so the mapping retries from there, in order.
  */
 export const handler = observe(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
-  const appended = event.Records.flatMap((record): AppendedEvent[] => {
-    const image = record.dynamodb?.NewImage;
-    const fields = {
-      runId: image?.runId?.S,
-      tenantId: image?.tenantId?.S,
-      seq: image?.seq?.N,
-      type: image?.type?.S,
-      eventId: image?.eventId?.S,
-      timestamp: image?.timestamp?.S,
-    };
-    const { runId, tenantId, seq, type, eventId, timestamp } = fields;
-    return record.eventName === 'INSERT' && runId && tenantId && seq && type && eventId && timestamp
-      ? [
-          {
-            runId,
-            tenantId,
-            seq: Number(seq),
-            type,
-            eventId,
-            timestamp,
-            position: record.dynamodb?.SequenceNumber ?? '',
-          },
-        ]
-      : [];
-  });
+  const appended = appendedEvents(event.Records, (position, message) =>
+    logger.warn('a stream record is not an event; skipped', { position, message }),
+  ).map(({ event: e, position }): AppendedEvent => ({
+    runId: e.runId,
+    tenantId: e.tenantId,
+    seq: e.seq,
+    type: e.type,
+    eventId: e.eventId,
+    timestamp: e.timestamp,
+    payload: e.payload,
+    position,
+  }));
   const retryFrom = await publish(appended);
   return { batchItemFailures: retryFrom === undefined ? [] : [{ itemIdentifier: retryFrom }] };
 });

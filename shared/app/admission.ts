@@ -34,6 +34,13 @@ export interface AdmissionDeps {
   readonly backpressure?: Backpressure;
 }
 
+/** What the end of a run says of it: enough for `onRunEnded`, which otherwise reads the run. */
+export interface RunEnding {
+  readonly status: Run['status'];
+  readonly runbookId: string;
+  readonly error?: { readonly code: string };
+}
+
 /** What admission did with a run. */
 export type Admitted = 'started' | 'throttled' | 'waiting' | 'failed' | 'unchanged';
 
@@ -343,8 +350,8 @@ export function makeAdmission(deps: AdmissionDeps) {
    * backlog: its tenant's alone for a quota, but every tenant's in turn under backpressure, where
    * the queue it leaves room in is shared (else a flooding tenant would refill it at each end).
    */
-  async function onRunEnded(runId: string, tenantId: string): Promise<void> {
-    const ended = await deps.runs.load(runId);
+  async function onRunEnded(runId: string, tenantId: string, known?: RunEnding): Promise<void> {
+    const ended = known ? { run: known } : await deps.runs.load(runId);
     // Each part goes on when another fails: a breaker write that lost its race must not leave the
     // runs waiting on this one waiting. The first failure is reported at the end.
     const failures: unknown[] = [];

@@ -1,4 +1,6 @@
-import type { Run } from '../domain/entities.js';
+import { z } from 'zod';
+import type { Json } from '../domain/canonical.js';
+import { type Run, runSchema } from '../domain/entities.js';
 import type { EventType } from '../domain/events.js';
 import type { RunStatus } from '../domain/statuses.js';
 
@@ -25,6 +27,8 @@ export interface AppendedEvent {
   readonly type: string;
   readonly eventId: string;
   readonly timestamp: string;
+  /** The event's payload: `run.created`'s names the run's runbook, ticket and trigger. */
+  readonly payload?: Readonly<Record<string, Json>>;
   /** The stream position, which the mapping retries from. */
   readonly position: string;
 }
@@ -81,6 +85,22 @@ export function lifecycleDetail(event: AppendedEvent, run: RunFacts | undefined)
   };
 }
 
+/** The facts `run.created` carries in its payload (brief: the run's runbook, ticket and trigger). */
+const createdPayloadSchema = z.object({
+  runbookId: runSchema.shape.runbookId,
+  runbookVersion: runSchema.shape.runbookVersion,
+  ticket: runSchema.shape.ticket,
+  trigger: runSchema.shape.trigger,
+});
+
+/** The run's lasting facts from its `run.created` event, when its payload has them. */
+function createdFacts(event: AppendedEvent): RunFacts | undefined {
+  const parsed = createdPayloadSchema.safeParse(event.payload);
+  if (!parsed.success) return undefined;
+  const { runbookId, runbookVersion, ticket, trigger } = parsed.data;
+  return { runbookId, runbookVersion, ...(ticket && { ticket }), ...(trigger && { trigger }) };
+}
+
 /** Runs whose facts a publisher keeps: its recent runs, so most lifecycle events cost no read. */
 const KNOWN_RUNS = 1000;
 
@@ -110,6 +130,8 @@ export function makePublishLifecycle(deps: LifecycleDeps) {
     );
   };
   return async (appended: readonly AppendedEvent[]): Promise<string | undefined> => {
+    // A run's first event names what the run keeps for life: its later events need no read.
+    for (const event of appended) if (event.type === 'run.created') remember(event.runId, createdFacts(event));
     const wanted = appended.filter((e) => LIFECYCLE_TYPES.has(e.type as EventType));
     for (let from = 0; from < wanted.length; from += 10) {
       const chunk = wanted.slice(from, from + 10);

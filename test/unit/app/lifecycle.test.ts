@@ -39,6 +39,26 @@ describe('lifecycle publication', () => {
     expect(sent[0]!.detail).toMatchObject({ runId: 'run-1', tenantId: 't', ticket: { id: 'INC-1', source: 'snow' } });
   });
 
+  it('describes a run from its run.created event on the stream, without reading the run', async () => {
+    const sent: LifecycleMessage[] = [];
+    let reads = 0;
+    const publish = makePublishLifecycle({
+      bus: { publish: async (m) => (sent.push(...m), m.length) },
+      runs: { load: async () => (reads++, { run }) },
+      log: () => undefined,
+    });
+    const created = {
+      ...event(1, 'run.created'),
+      payload: { runbookId: 'hello', runbookVersion: 2, ticket: { id: 'INC-2', source: 'jira' } },
+    };
+    expect(await publish([created, ...appended.slice(1)])).toBeUndefined();
+    expect(reads).toBe(0);
+    expect(sent.at(-1)?.detail).toMatchObject({ runbookVersion: 2, ticket: { id: 'INC-2', source: 'jira' } });
+    // A run whose creation this publisher did not see is read once.
+    await publish([{ ...event(5, 'run.succeeded'), runId: 'run-2' }]);
+    expect(reads).toBe(1);
+  });
+
   it('answers the position of the first message the bus refused, so the stream retries from there', async () => {
     const publish = makePublishLifecycle({
       bus: { publish: async () => 1 },

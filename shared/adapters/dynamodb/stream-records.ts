@@ -1,0 +1,33 @@
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { type RunEvent, runEventSchema } from '../../domain/events.js';
+
+/** One event the event log's stream carried, with its stream position (what a mapping retries from). */
+export interface StreamedEvent {
+  readonly event: RunEvent;
+  readonly position: string;
+}
+
+/**
+ * The events newly appended to the event log, parsed from the stream's records in order. A record
+ * that is not a new event (an update, a removal) is left out, and so is one whose image is not an
+ * event, reported through `invalid` so it is not lost silently.
+ */
+export function appendedEvents(
+  records: readonly DynamoDBRecord[],
+  invalid: (position: string, message: string) => void = () => undefined,
+): StreamedEvent[] {
+  return records.flatMap((record): StreamedEvent[] => {
+    const image = record.dynamodb?.NewImage;
+    const position = record.dynamodb?.SequenceNumber ?? '';
+    if (record.eventName !== 'INSERT' || !image) return [];
+    // The Lambda event types and the SDK's describe the same wire shape under two names.
+    const parsed = runEventSchema.safeParse(unmarshall(image as Record<string, AttributeValue>));
+    if (!parsed.success) {
+      invalid(position, parsed.error.issues[0]?.message ?? 'not an event');
+      return [];
+    }
+    return [{ event: parsed.data, position }];
+  });
+}
