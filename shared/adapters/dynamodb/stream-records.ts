@@ -22,12 +22,33 @@ export function appendedEvents(
     const image = record.dynamodb?.NewImage;
     const position = record.dynamodb?.SequenceNumber ?? '';
     if (record.eventName !== 'INSERT' || !image) return [];
-    // The Lambda event types and the SDK's describe the same wire shape under two names.
-    const parsed = runEventSchema.safeParse(unmarshall(image as Record<string, AttributeValue>));
+    let item: unknown;
+    try {
+      // The Lambda event types and the SDK's describe the same wire shape under two names.
+      item = unmarshall(withEmptyMaps(image as Record<string, AttributeValue>));
+    } catch (error) {
+      invalid(position, (error as Error).message);
+      return [];
+    }
+    const parsed = runEventSchema.safeParse(item);
     if (!parsed.success) {
       invalid(position, parsed.error.issues[0]?.message ?? 'not an event');
       return [];
     }
     return [{ event: parsed.data, position }];
   });
+}
+
+/**
+ * An empty map can reach a stream record as a value with no type at all (`{}` where `{"M": {}}`
+ * was written: DynamoDB Local's stream does this); it is read back as the empty map it was.
+ */
+function withEmptyMaps(image: Record<string, AttributeValue>): Record<string, AttributeValue> {
+  const fix = (value: AttributeValue): AttributeValue => {
+    if (Object.keys(value).length === 0) return { M: {} };
+    if (value.M) return { M: withEmptyMaps(value.M) };
+    if (value.L) return { L: value.L.map(fix) };
+    return value;
+  };
+  return Object.fromEntries(Object.entries(image).map(([key, value]) => [key, fix(value)]));
 }

@@ -28,6 +28,18 @@ describe('the event log stream records', () => {
     expect(appendedEvents([record('INSERT', event!, 'p1')])).toEqual([{ event, position: 'p1' }]);
   });
 
+  it('reads a value with no type as the empty map it was written as', () => {
+    const image = marshall({ ...events[0]!, payload: { output: {} }, meta: {} }) as Record<string, object>;
+    // DynamoDB Local's stream: an empty map arrives without its type.
+    const payload = image.payload as { M: Record<string, object> };
+    payload.M.output = {};
+    image.meta = {};
+    const [found] = appendedEvents([
+      { eventName: 'INSERT', dynamodb: { NewImage: image as never, SequenceNumber: 'p1' } },
+    ]);
+    expect(found?.event).toMatchObject({ payload: { output: {} }, meta: {} });
+  });
+
   it('leaves out changes that are not new events, and reports an image that is not an event', () => {
     const invalid: string[] = [];
     const found = appendedEvents(
