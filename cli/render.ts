@@ -44,7 +44,16 @@ export function describeEvent(out: Pick<Output, 'color'>, event: StreamEvent): s
     case 'run.started':
       return ['run started'];
     case 'run.throttled':
-      return [mark('yellow', `throttled${p.nextEligibleAt ? ` until ${str(p.nextEligibleAt)}` : ''}`)];
+      return [
+        mark(
+          'yellow',
+          `throttled: ${heldText(
+            typeof p.limit === 'string' ? p.limit : undefined,
+            typeof p.source === 'string' ? p.source : undefined,
+            typeof p.nextEligibleAt === 'string' ? p.nextEligibleAt : undefined,
+          )}`,
+        ),
+      ];
     case 'step.started':
       return [
         `${mark('cyan', 'started')}    ${rollback}${at}${attempt}${event.meta.workerId ? mark('dim', ` on ${event.meta.workerId}`) : ''}`,
@@ -100,6 +109,25 @@ export function describeEvent(out: Pick<Output, 'color'>, event: StreamEvent): s
   }
 }
 
+/** What holds a throttled run back, in words: the limit, the source it names, when it is looked at again. */
+export function heldText(limit: string | undefined, source: string | undefined, nextEligibleAt: string | undefined) {
+  const again = nextEligibleAt ? `; admission looks again at ${nextEligibleAt}` : '';
+  switch (limit) {
+    case 'paused':
+      return `${source ?? 'its source'} is paused; it waits until resumed (capstan limits resume ${source ?? '<source>'})`;
+    case 'throttle':
+      return `${source ?? 'its source'} is throttled${again}`;
+    case 'breaker':
+      return `the circuit breaker of ${source ?? 'its runbook'} is open${again}`;
+    case 'backlog':
+      return `its sandbox profile's queue is full${again}`;
+    case undefined:
+      return nextEligibleAt ? `over quota until ${nextEligibleAt}` : 'over quota';
+    default:
+      return `over its quota (${limit})${again}`;
+  }
+}
+
 /** Why a run failed, was cancelled, or waits: one line, or undefined for a run that does neither. */
 export function runReason(run: RunDetail): string | undefined {
   const failedAttempt = run.attempts.findLast((a) => a.error !== undefined && a.kind === 'step');
@@ -119,7 +147,7 @@ export function runReason(run: RunDetail): string | undefined {
       return open.map((a) => `approval ${a.approvalId} on ${a.stepId}: ${a.reason}`).join('; ') || 'an approval';
     }
     case 'throttled':
-      return run.nextEligibleAt ? `over quota until ${run.nextEligibleAt}` : 'over quota';
+      return heldText(run.heldBy?.limit, run.heldBy?.source, run.nextEligibleAt);
     case 'queued':
       if (run.queuedBehind !== undefined) return `the ticket's run ${run.queuedBehind} to end`;
       return run.dependsOn?.length && !run.admission ? `runs ${run.dependsOn.join(', ')} to succeed` : undefined;

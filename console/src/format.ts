@@ -65,6 +65,8 @@ interface OperatorWait {
 }
 interface ThrottleWait {
   kind: 'throttle';
+  limit?: string;
+  source?: string;
   nextEligibleAt?: string;
 }
 type Waiting = ApprovalWait | OperatorWait | ThrottleWait;
@@ -90,7 +92,21 @@ export function reasonInWords(run: RunDetail): string | undefined {
       rejectedBy.length > 0 ? ` (rejected by ${rejectedBy.join(', ')})` : ''
     }. Resume it with retry, rollback or cancel.`;
   }
-  return `Throttled by a quota${waiting.nextEligibleAt ? `; admitted again from ${new Date(waiting.nextEligibleAt).toLocaleString()}` : ''}.`;
+  const again = waiting.nextEligibleAt
+    ? `; admission looks again from ${new Date(waiting.nextEligibleAt).toLocaleString()}`
+    : '';
+  switch (waiting.limit) {
+    case 'paused':
+      return `Throttled: ${waiting.source ?? 'its source'} is paused; it waits until resumed.`;
+    case 'throttle':
+      return `Throttled: ${waiting.source ?? 'its source'} is throttled${again}.`;
+    case 'breaker':
+      return `Throttled: the circuit breaker of ${waiting.source ?? 'its runbook'} is open${again}.`;
+    case 'backlog':
+      return `Throttled: its sandbox profile's queue is full${again}.`;
+    default:
+      return `Throttled by a quota${waiting.limit ? ` (${waiting.limit})` : ''}${again}.`;
+  }
 }
 
 /** One event as a line of the timeline. */

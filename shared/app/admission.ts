@@ -103,7 +103,7 @@ export function makeAdmission(deps: AdmissionDeps) {
       record.run.status !== 'queued' || record.run.admission
         ? undefined
         : {
-            run: { status: 'throttled', nextEligibleAt, updatedAt: now },
+            run: { status: 'throttled', nextEligibleAt, heldBy: { limit, ...(source && { source }) }, updatedAt: now },
             events: [
               {
                 eventId: randomUUID(),
@@ -122,6 +122,17 @@ export function makeAdmission(deps: AdmissionDeps) {
               },
             ],
           },
+    );
+  }
+
+  /** A throttled run another limit holds now (a pause lifted, a quota full): the run says which. */
+  async function heldNowBy(run: Run, limit: LimitName, source?: string): Promise<void> {
+    if (run.status !== 'throttled' || (run.heldBy?.limit === limit && run.heldBy.source === source)) return;
+    const now = deps.clock.now().toISOString();
+    await deps.runs.mutate(run.runId, (record) =>
+      record.run.status !== 'throttled'
+        ? undefined
+        : { run: { heldBy: { limit, ...(source && { source }) }, updatedAt: now }, events: [] },
     );
   }
 
@@ -151,6 +162,7 @@ export function makeAdmission(deps: AdmissionDeps) {
     );
     if (!plan.admit) {
       if (run.status === 'queued') await hold(run, plan.limit, plan.nextEligibleAt, plan.source);
+      else await heldNowBy(run, plan.limit, plan.source);
       return { outcome: run.status === 'queued' ? 'throttled' : 'unchanged', limit: plan.limit, source: plan.source };
     }
     const writes = takes(run, plan);
@@ -167,7 +179,13 @@ export function makeAdmission(deps: AdmissionDeps) {
         const fresh = record.run.status === 'queued' && !record.run.admission;
         if (!fresh && record.run.status !== 'throttled') return undefined;
         return {
-          run: { status: 'queued', admission: { at: iso, held }, nextEligibleAt: undefined, updatedAt: iso },
+          run: {
+            status: 'queued',
+            admission: { at: iso, held },
+            nextEligibleAt: undefined,
+            heldBy: undefined,
+            updatedAt: iso,
+          },
           events: [
             {
               eventId: randomUUID(),

@@ -64,7 +64,15 @@ export type WaitingFor =
       readonly directives: readonly ['retry', 'rollback', 'cancel'];
       readonly resume: string;
     }
-  | { readonly kind: 'throttle'; readonly nextEligibleAt?: string }
+  | {
+      readonly kind: 'throttle';
+      /** The limit that holds the run (`paused`, `maxActive`, `throttle`, `breaker`, `backlog`, ...). */
+      readonly limit?: string;
+      /** The source a pause or throttle names, or the runbook whose breaker is open. */
+      readonly source?: string;
+      /** When admission looks at the run again; a paused run waits past it until it is resumed. */
+      readonly nextEligibleAt?: string;
+    }
   | { readonly kind: 'ticket'; readonly ticketId: string; readonly behind: string }
   | {
       readonly kind: 'dependencies';
@@ -128,7 +136,12 @@ export function waitingForView(
     };
   }
   if (run.status === 'throttled')
-    return { kind: 'throttle', ...(run.nextEligibleAt !== undefined && { nextEligibleAt: run.nextEligibleAt }) };
+    return {
+      kind: 'throttle',
+      ...(run.heldBy && { limit: run.heldBy.limit }),
+      ...(run.heldBy?.source !== undefined && { source: run.heldBy.source }),
+      ...(run.nextEligibleAt !== undefined && { nextEligibleAt: run.nextEligibleAt }),
+    };
   if (run.status === 'queued' && !run.admission && run.queuedBehind !== undefined && run.ticket)
     return { kind: 'ticket', ticketId: run.ticket.id, behind: run.queuedBehind };
   if (run.status === 'queued' && !run.admission && run.dependsOn && run.dependsOn.length > 0)

@@ -74,6 +74,22 @@ export const runSchema = z.strictObject({
   startedAt: iso.optional(),
   endedAt: iso.optional(),
   nextEligibleAt: iso.optional(),
+  /** What holds a `throttled` run back: the limit it met and, for a control, the source it names. */
+  heldBy: z
+    .strictObject({
+      limit: z.enum([
+        'maxActive',
+        'maxPerHour',
+        'burst',
+        'emergency.maxActive',
+        'paused',
+        'throttle',
+        'breaker',
+        'backlog',
+      ]),
+      source: z.string().optional(),
+    })
+    .optional(),
   currentStepId: z.string().optional(),
   cancelRequested: z.boolean().default(false),
   pausedReason: z.string().optional(),

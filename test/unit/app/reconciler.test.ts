@@ -286,7 +286,10 @@ describe('the reconciler and runs that admission holds', () => {
     await reconcile({ settleWaiting: admission.settleDependencies });
     expect(restarted).toEqual([]);
     expect(statuses.get(`arn:execution:${runId}`)).toBe('MISSING');
-    expect((await runs.load(runId))?.run.status).toBe('throttled');
+    expect((await runs.load(runId))?.run).toMatchObject({
+      status: 'throttled',
+      heldBy: { limit: 'paused', source: 'unit' },
+    });
   });
 
   it('never starts the interpreter of a run whose dependency is still running', async () => {

@@ -101,6 +101,11 @@ describe('the reasons a run detail gives', () => {
     });
     expect(waitingForView(run({ status: 'running' }), [])).toBeUndefined();
   });
+
+  it('names the limit that holds a throttled run and the source it names', () => {
+    const held = run({ status: 'throttled', heldBy: { limit: 'paused', source: 'hello' } });
+    expect(waitingForView(held, [])).toEqual({ kind: 'throttle', limit: 'paused', source: 'hello' });
+  });
 });
 
 describe('what a queued run waits for', () => {

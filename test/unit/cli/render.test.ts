@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderRun } from '../../../cli/render.js';
+import { heldText, renderRun } from '../../../cli/render.js';
 import { type RunDetail, runDetailSchema } from '../../../shared/resources/api-schemas.js';
 
 const detail = (more: Partial<RunDetail>): RunDetail =>
@@ -44,5 +44,20 @@ describe('runs show', () => {
       incident: { raisedAt: '2026-01-01T00:01:00.000Z', reason: 'run_failed', acknowledgedBy: 'olive' },
     });
     expect(renderRun({ color: false }, acked)).toContain('acknowledged by olive');
+  });
+});
+
+describe('what holds a throttled run', () => {
+  it('says a paused source waits until resumed, with the command that resumes it', () => {
+    expect(heldText('paused', 'hello', '2026-01-01T00:00:05.000Z')).toBe(
+      'hello is paused; it waits until resumed (capstan limits resume hello)',
+    );
+  });
+
+  it('names a full quota and when admission looks again', () => {
+    expect(heldText('maxActive', undefined, '2026-01-01T00:00:05.000Z')).toBe(
+      'over its quota (maxActive); admission looks again at 2026-01-01T00:00:05.000Z',
+    );
+    expect(heldText('breaker', 'deploy', undefined)).toBe('the circuit breaker of deploy is open');
   });
 });
