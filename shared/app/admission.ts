@@ -125,17 +125,6 @@ export function makeAdmission(deps: AdmissionDeps) {
     );
   }
 
-  /** A throttled run another limit holds now (a pause lifted, a quota full): the run says which. */
-  async function heldNowBy(run: Run, limit: LimitName, source?: string): Promise<void> {
-    if (run.status !== 'throttled' || (run.heldBy?.limit === limit && run.heldBy.source === source)) return;
-    const now = deps.clock.now().toISOString();
-    await deps.runs.mutate(run.runId, (record) =>
-      record.run.status !== 'throttled'
-        ? undefined
-        : { run: { heldBy: { limit, ...(source && { source }) }, updatedAt: now }, events: [] },
-    );
-  }
-
   /**
    * Admits a run that is fresh (`queued`, never admitted) or `throttled`: takes its counters with
    * conditions in the same transaction as its status change and `run.admitted`, then starts it.
@@ -162,7 +151,6 @@ export function makeAdmission(deps: AdmissionDeps) {
     );
     if (!plan.admit) {
       if (run.status === 'queued') await hold(run, plan.limit, plan.nextEligibleAt, plan.source);
-      else await heldNowBy(run, plan.limit, plan.source);
       return { outcome: run.status === 'queued' ? 'throttled' : 'unchanged', limit: plan.limit, source: plan.source };
     }
     const writes = takes(run, plan);

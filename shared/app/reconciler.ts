@@ -1,10 +1,11 @@
 import type { InventoryReader } from './ports/inventory.js';
 import type { ApprovalStore } from './ports/approvals.js';
-import type { RunStore } from './ports/runs.js';
+import type { RunRecord, RunStore } from './ports/runs.js';
 import type { Run, StepExecution } from '../domain/entities.js';
 import { allSteps } from '../domain/runbook.js';
 import { stepExecutionStateMachine } from '../domain/statuses.js';
 import { isStuck } from '../domain/stuck.js';
+import { waitsBeforeAdmission } from '../domain/admission/held.js';
 import { isSilent } from '../domain/workers.js';
 import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.js';
@@ -89,11 +90,8 @@ export const emptySummary = (): ReconcileSummary => ({
   inboxesSequenced: 0,
 });
 
-/** A run that waits, never admitted, behind its ticket's active run or on its dependencies. */
-export function waitsBeforeAdmission(run: Run): boolean {
-  if (run.status !== 'queued' || run.admission) return false;
-  return run.queuedBehind !== undefined || (run.dependsOn?.length ?? 0) > 0;
-}
+/** Quiet runs one sweep looks at; past them, the next sweep goes on after the last. */
+const RUNS_PER_SWEEP = 100;
 
 /** How long a run must have been quiet before its execution and aggregates are checked for drift. */
 const QUIET_MS = 60_000;
@@ -146,6 +144,28 @@ export function makeReconcile(deps: ReconcilerDeps) {
       failed: completed.failed,
     });
     return true;
+  }
+
+  /** Where the next sweep goes on in the active runs, when the last one stopped at a full page. */
+  let resumeAfter: Pick<Run, 'createdAt' | 'runId'> | undefined;
+
+  /** A quiet run: one admission holds is admission's; any other is checked for drift. */
+  async function checkQuietRun(record: RunRecord, now: Date, summary: ReconcileSummary): Promise<void> {
+    const { runId } = record.run;
+    // Admission holds these: their interpreter starts when admission lets them go, never here.
+    if (record.run.status === 'throttled') return;
+    if (waitsBeforeAdmission(record.run)) {
+      // The word that the run ahead ended may have been lost: admission looks again.
+      const outcome = await deps.settleWaiting?.(runId);
+      if (outcome !== 'started') {
+        if (outcome === 'failed') deps.log('waiting run failed on its dependencies', { runId });
+        return;
+      }
+      deps.log('waiting run settled', { runId });
+    }
+    await countIfStuck(record, now, summary);
+    // Only a restart stores its execution; the first one is named for the run.
+    await checkRun(runId, record.executionArn ?? deps.interpreter.executionArnOf(runId), now, summary);
   }
 
   /** Checks a quiet, unfinished run: its interpreter execution still runs, its aggregates completed. */
@@ -282,23 +302,19 @@ export function makeReconcile(deps: ReconcilerDeps) {
       }
     }
 
-    for (const record of await runs.activeRuns(new Date(now.getTime() - QUIET_MS))) {
+    const quiet = await runs.activeRuns(new Date(now.getTime() - QUIET_MS), RUNS_PER_SWEEP, resumeAfter);
+    // Past a full page, the next sweep goes on after the last run this one looked at.
+    const last = quiet.at(-1)?.run;
+    resumeAfter =
+      quiet.length === RUNS_PER_SWEEP && last ? { createdAt: last.createdAt, runId: last.runId } : undefined;
+    for (const record of quiet) {
       if (Date.parse(record.run.updatedAt) > now.getTime() - QUIET_MS) continue;
-      const { runId } = record.run;
-      // Admission holds these: their interpreter starts when admission lets them go, never here.
-      if (record.run.status === 'throttled') continue;
-      if (waitsBeforeAdmission(record.run)) {
-        // The word that the run ahead ended may have been lost: admission looks again.
-        const outcome = await deps.settleWaiting?.(runId);
-        if (outcome !== 'started') {
-          if (outcome === 'failed') deps.log('waiting run failed on its dependencies', { runId });
-          continue;
-        }
-        deps.log('waiting run settled', { runId });
+      // One run that cannot be repaired now must not keep the sweep from the others.
+      try {
+        await checkQuietRun(record, now, summary);
+      } catch (error) {
+        deps.log('quiet run not checked', { runId: record.run.runId, error: (error as Error).message });
       }
-      await countIfStuck(record, now, summary);
-      // Only a restart stores its execution; the first one is named for the run.
-      await checkRun(runId, record.executionArn ?? deps.interpreter.executionArnOf(runId), now, summary);
     }
     return summary;
   };

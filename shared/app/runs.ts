@@ -19,6 +19,8 @@ import { stepViews } from './step-views.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 import { wakeAll } from './waits.js';
 import { cancelChange, rollbackChange } from './run-requests.js';
+import { heldByAdmission } from '../domain/admission/held.js';
+import { draft } from './drafts.js';
 
 /** Starts the interpreter for a run; the execution name is the run id, so a retry cannot start it twice. */
 import type { RunStarter } from './ports/interpreter.js';
@@ -275,9 +277,18 @@ export function makeCancelRun(deps: Pick<RunDeps, 'runs' | 'clock' | 'callbacks'
     const record = await visibleRun(deps.runs, principal, runId);
     if (ended(record.run.status)) throw new ConflictError(`run '${runId}' has already ended (${record.run.status})`);
     const now = deps.clock.now().toISOString();
-    const result = await deps.runs.mutate(runId, (current) =>
-      current.run.cancelRequested || ended(current.run.status) ? undefined : cancelChange(principal.subject, now),
-    );
+    const result = await deps.runs.mutate(runId, (current) => {
+      if (current.run.cancelRequested || ended(current.run.status)) return undefined;
+      const change = cancelChange(principal.subject, now);
+      // A run admission still holds has no interpreter to end it: it ends here, and the same
+      // transaction gives back its place in the backlog and in its ticket's line.
+      if (!heldByAdmission(current.run)) return change;
+      return {
+        ...change,
+        run: { ...change.run, status: 'cancelled' as const, endedAt: now },
+        events: [...change.events, draft('run.cancelled', now, { requestedBy: principal.subject })],
+      };
+    });
     // Nothing a worker has not taken yet will run; a Dispatch task left with nothing resumes.
     if (!ended((result?.record.run ?? record.run).status)) await endUnsent(deps, runId, () => CANCELLED_UNSENT);
     // A run waiting on a gate or an operator hears of it now, not at the wait's timeout.

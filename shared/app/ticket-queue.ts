@@ -76,7 +76,8 @@ export function makeTicketQueue(deps: TicketQueueDeps) {
       }
       // Another run took the ticket first (an API call, or a run queued alongside): wait behind it.
       const holder = await placeInLine(run);
-      if (holder === undefined) return 'waiting';
+      // The list may not show yet that the run ahead ended: the next look settles it.
+      if (holder === undefined || holder === ahead) return 'waiting';
       await waitBehind(run, holder);
       const now = deps.clock.now().toISOString();
       const moved = await deps.runs.mutate(run.runId, (current) =>

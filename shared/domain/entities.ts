@@ -1,3 +1,4 @@
+import { LIMIT_NAMES } from './admission/limit-names.js';
 import { z } from 'zod';
 import { resolvedTargetSchema } from './targets.js';
 import { storableTextSchema } from './storable.js';
@@ -77,16 +78,7 @@ export const runSchema = z.strictObject({
   /** What holds a `throttled` run back: the limit it met and, for a control, the source it names. */
   heldBy: z
     .strictObject({
-      limit: z.enum([
-        'maxActive',
-        'maxPerHour',
-        'burst',
-        'emergency.maxActive',
-        'paused',
-        'throttle',
-        'breaker',
-        'backlog',
-      ]),
+      limit: z.enum(LIMIT_NAMES),
       source: z.string().optional(),
     })
     .optional(),

@@ -212,6 +212,19 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       ).rejects.toBeInstanceOf(StaleWriteError);
     });
 
+    it('lists the active runs created before a time oldest first, and goes on after a given run', async () => {
+      const { runs } = stores();
+      // Older than every other run of the suite, so the listing holds these alone.
+      const old = [0, 1, 2].map((i) => ({ ...newRun(), createdAt: `2000-01-01T00:00:0${i}.000Z` }));
+      for (const run of [...old].reverse()) await runs.create(run, [event('run.created')], undefined);
+      const before = new Date('2000-01-02T00:00:00.000Z');
+
+      const first = await runs.activeRuns(before, 2);
+      expect(first.map((r) => r.run.runId)).toEqual([old[0]!.runId, old[1]!.runId]);
+      const rest = await runs.activeRuns(before, 2, first[1]!.run);
+      expect(rest.map((r) => r.run.runId)).toEqual([old[2]!.runId]);
+    });
+
     it('returns the first run for a repeated idempotency key', async () => {
       const { runs } = stores();
       const first = newRun();

@@ -57,4 +57,14 @@ describe('the DynamoDB subscription store', () => {
 
     expect(sorted(await subscriptions.subscribers('closing', ['run-1', 'run-2']))).toEqual({ 'run-2': ['c-stays'] });
   });
+
+  it('leaves out a subscription past its time that TTL has not removed yet', async () => {
+    const longAgo = new Date(now.getTime() - 3 * 3600_000);
+    await connections.open('c-old', principal('aging'), longAgo);
+    await subscriptions.subscribe({ connectionId: 'c-old', tenantId: 'aging', runId: 'run-1', delivered: 0 }, longAgo);
+    await subscribe('c-new', 'aging', 'run-1');
+
+    expect(sorted(await subscriptions.subscribers('aging', ['run-1', 'run-2']))).toEqual({ 'run-1': ['c-new'] });
+    expect(sorted(await subscriptions.subscribers('aging', ['run-1']))).toEqual({ 'run-1': ['c-new'] });
+  });
 });

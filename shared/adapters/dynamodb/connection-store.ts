@@ -136,24 +136,30 @@ export function makeSubscriptionStore(client: DynamoDBDocumentClient, tableName:
       const found = new Map<string, string[]>();
       if (wanted.size === 0) return found;
       // One run: its own key range. Several: the tenant's whole partition (one item per open
-      // subscription, so small), filtered here.
+      // subscription, so small), read to its end and filtered here.
       const [only] = runIds;
       const { items } = await queryPages(
         client,
         {
           TableName: tableName,
           KeyConditionExpression: wanted.size === 1 ? 'pk = :pk AND begins_with(sk, :run)' : 'pk = :pk',
-          // A subscription written a moment ago must be seen, or its next event would wait.
-          ConsistentRead: true,
           ExpressionAttributeValues: {
             ':pk': tenantSubscribersKey(tenantId),
             ...(wanted.size === 1 && { ':run': `${only}#` }),
           },
+          // A subscription written a moment ago must be seen, or its next event would wait.
+          ConsistentRead: true,
         },
-        (item) => ({ runId: String(item.runId), connectionId: String(item.connectionId) }),
-        { limit: 10_000 },
+        (item) => ({
+          runId: String(item.runId),
+          connectionId: String(item.connectionId),
+          expiresAt: Number(item.expiresAt),
+        }),
       );
-      for (const { runId, connectionId } of items)
+      // Items past their time that TTL has not removed yet belong to connections long gone.
+      const nowSeconds = Date.now() / 1000;
+      const live = items.filter((item) => !(item.expiresAt <= nowSeconds));
+      for (const { runId, connectionId } of live)
         if (wanted.has(runId)) found.set(runId, [...(found.get(runId) ?? []), connectionId]);
       return found;
     },

@@ -260,7 +260,7 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
       return items;
     },
 
-    async activeRuns(before, limit = 100) {
+    async activeRuns(before, limit = 100, after) {
       const { items } = await queryPages(
         client,
         {
@@ -270,7 +270,17 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
           ExpressionAttributeValues: { ':pk': indexes.activeRuns, ':before': before.toISOString() },
         },
         recordOf,
-        { limit },
+        {
+          limit,
+          ...(after && {
+            startKey: {
+              gsi2pk: indexes.activeRuns,
+              gsi2sk: `${after.createdAt}#${after.runId}`,
+              pk: runKey(after.runId),
+              sk: META,
+            },
+          }),
+        },
       );
       return items;
     },

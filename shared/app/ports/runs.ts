@@ -83,8 +83,11 @@ export interface RunLog {
   listByTicket(tenantId: string, ticketId: string, options: { limit: number; cursor?: string }): Promise<Page<Run>>;
   /** Events after `since`, in seq order, at most `limit`. */
   events(runId: string, since: number, limit: number): Promise<RunEvent[]>;
-  /** Runs not ended yet that were created before `before`, oldest first. */
-  activeRuns(before: Date, limit?: number): Promise<RunRecord[]>;
+  /**
+   * Runs not ended yet that were created before `before`, oldest first; after the run `after` when
+   * given (a sweep going on from where the last one stopped).
+   */
+  activeRuns(before: Date, limit?: number, after?: Pick<Run, 'createdAt' | 'runId'>): Promise<RunRecord[]>;
 }
 
 /** What `acquireLease` got: the lease, a lost execution to recover, or nothing to do. */

@@ -22,8 +22,8 @@ export interface BucketTake {
 }
 
 /** Which limit held a run back. */
-export type LimitName =
-  'maxActive' | 'maxPerHour' | 'burst' | 'emergency.maxActive' | 'paused' | 'throttle' | 'breaker' | 'backlog';
+export { LIMIT_NAMES, type LimitName } from './limit-names.js';
+import type { LimitName } from './limit-names.js';
 
 export type AdmissionPlan =
   | {

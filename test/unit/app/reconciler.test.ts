@@ -20,10 +20,11 @@ import type { RunStore } from '../../../shared/app/ports/runs.js';
 import type { RunbookStore, WorkerStore } from '../../../shared/app/ports.js';
 import { type InterpreterControl, makeReconcile } from '../../../shared/app/reconciler.js';
 import { makeRegisterRunbook } from '../../../shared/app/runbooks.js';
-import { createRunBodySchema, makeCreateRun } from '../../../shared/app/runs.js';
+import { createRunBodySchema, makeCancelRun, makeCreateRun } from '../../../shared/app/runs.js';
 import type { Principal, Worker } from '../../../shared/domain/entities.js';
 import type { StepCommand } from '../../../shared/domain/messages.js';
 import { makeAdmission } from '../../../shared/app/admission.js';
+import { BACKLOG } from '../../../shared/app/ports/admission.js';
 import { makeLimitControls } from '../../../shared/app/admission-controls.js';
 import { makeInMemoryAdmissionStore } from '../../../shared/app/ports/in-memory/admission.js';
 import { DEFAULT_POLICY } from '../../../shared/domain/policy.js';
@@ -250,7 +251,7 @@ describe('the reconciler', () => {
   });
 });
 
-describe('the reconciler and runs that admission holds', () => {
+describe('runs that admission holds', () => {
   /** A runbook, and runs created through admission, whose interpreter starts only when admitted. */
   async function admitted() {
     const stores = makeInMemoryStores();
@@ -272,7 +273,8 @@ describe('the reconciler and runs that admission holds', () => {
     const create = async (body: object = {}) =>
       createRun({ principal: olive, body: createRunBodySchema.parse({ runbookId: 'unit', ...body }) });
     const limits = makeLimitControls({ admission: admissionStore, clock });
-    return { admission, create, limits };
+    const cancel = makeCancelRun({ runs, clock, callbacks });
+    return { admission, admissionStore, create, limits, cancel };
   }
 
   it('never starts the interpreter of a throttled run, however long it waits', async () => {
@@ -319,5 +321,78 @@ describe('the reconciler and runs that admission holds', () => {
     await reconcile({ settleWaiting: admission.settleDependencies });
     expect(statuses.get(`arn:execution:${second.runId}`)).toBe('RUNNING');
     expect(restarted).toEqual([]);
+  });
+
+  it('ends a throttled run at once when it is cancelled, and gives back its backlog place', async () => {
+    const { admissionStore, create, limits, cancel } = await admitted();
+    await limits.pause(olive, { source: 'unit', reason: 'hold' });
+    const { runId } = await create();
+    expect(await admissionStore.cells('acme', BACKLOG)).toHaveLength(1);
+
+    expect(await cancel(olive, runId)).toMatchObject({ status: 'cancelled' });
+    const types = (await runs.events(runId, 0, 100)).map((e) => e.type);
+    expect(types.slice(-2)).toEqual(['run.cancel_requested', 'run.cancelled']);
+    expect(await admissionStore.cells('acme', BACKLOG)).toEqual([]);
+    // Resumed, the source admits nothing: the run stays cancelled and never starts.
+    await limits.resume(olive, { source: 'unit', reason: 'done' });
+    expect(statuses.has(`arn:execution:${runId}`)).toBe(false);
+  });
+
+  it('ends a run waiting on a dependency at once when it is cancelled', async () => {
+    const { admission, create, cancel } = await admitted();
+    const first = await create();
+    const second = await create({ dependsOn: [first.runId] });
+    expect(await cancel(olive, second.runId)).toMatchObject({ status: 'cancelled' });
+    const now = clock.now().toISOString();
+    await runs.mutate(first.runId, () => ({
+      run: { status: 'succeeded', endedAt: now, updatedAt: now },
+      events: [{ eventId: 'end', type: 'run.succeeded', timestamp: now, payload: {}, meta: {} }],
+    }));
+    await admission.onRunEnded(first.runId, 'acme');
+    expect(statuses.has(`arn:execution:${second.runId}`)).toBe(false);
+    expect((await runs.load(second.runId))?.run.status).toBe('cancelled');
+  });
+
+  it('goes on after the last run a full sweep looked at, so held runs cannot hide a run that needs repair', async () => {
+    const { create, limits } = await admitted();
+    await limits.pause(olive, { source: 'unit', reason: 'hold' });
+    for (let i = 0; i < 100; i++) await create();
+    await limits.resume(olive, { source: 'unit', reason: 'done' });
+    clock.advance(1_000);
+    const stalled = await create();
+    statuses.set(`arn:execution:${stalled.runId}`, 'FAILED');
+    clock.advance(61_000);
+    // One reconciler sweeping twice, as the scheduled function does.
+    const sweep = makeReconcile({
+      runs,
+      runbooks,
+      workers,
+      callbacks,
+      queue,
+      approvals,
+      interpreter,
+      clock,
+      heartbeatMs: HEARTBEAT_MS,
+      log: () => undefined,
+    });
+    await sweep();
+    expect(restarted).toEqual([]);
+    await sweep();
+    expect(restarted).toEqual([stalled.runId]);
+  });
+
+  it('checks the other quiet runs when admission cannot settle one', async () => {
+    const { create } = await admitted();
+    const first = await create();
+    await create({ dependsOn: [first.runId] });
+    statuses.set(`arn:execution:${first.runId}`, 'FAILED');
+    clock.advance(61_000);
+    const logged: string[] = [];
+    await reconcile({
+      settleWaiting: () => Promise.reject(new Error('conflict')),
+      log: (message) => logged.push(message),
+    });
+    expect(logged).toContain('quiet run not checked');
+    expect(restarted).toEqual([first.runId]);
   });
 });

@@ -368,11 +368,13 @@ export function makeInMemoryStores(): {
       return clone((events.get(runId) ?? []).filter((e) => e.seq > since).slice(0, limit));
     },
 
-    async activeRuns(before, limit = 100) {
+    async activeRuns(before, limit = 100, after) {
       count('query');
+      const position = (run: Pick<Run, 'createdAt' | 'runId'>) => `${run.createdAt}#${run.runId}`;
       return [...runs.values()]
         .filter((s) => s.active && s.record.run.createdAt < before.toISOString())
-        .sort((a, b) => a.record.run.createdAt.localeCompare(b.record.run.createdAt))
+        .filter((s) => after === undefined || position(s.record.run) > position(after))
+        .sort((a, b) => position(a.record.run).localeCompare(position(b.record.run)))
         .slice(0, limit)
         .map(remember);
     },
