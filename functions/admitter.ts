@@ -18,8 +18,10 @@ const endings = makeRunEndings();
 export const handler = observe(
   async (event: Partial<DynamoDBStreamEvent> | undefined): Promise<{ admitted: number }> => {
     if (!event?.Records) return { admitted: await admit.admitBacklog() };
-    const appended = appendedEvents(event.Records, (position, message) =>
-      logger.warn('a stream record is not an event; skipped', { position, message }),
+    const appended = appendedEvents(
+      event.Records,
+      (position, message) => logger.warn('a stream record is not an event; skipped', { position, message }),
+      (type) => type === 'run.created' || ENDINGS.has(type),
     );
     for (const { event: appendedEvent } of appended) {
       const { runId, tenantId, type } = appendedEvent;

@@ -1,5 +1,6 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { type AppendedEvent, makePublishLifecycle } from '../shared/app/lifecycle.js';
+import { type AppendedEvent, LIFECYCLE_TYPES, makePublishLifecycle } from '../shared/app/lifecycle.js';
+import type { EventType } from '../shared/domain/events.js';
 import { appendedEvents } from '../shared/adapters/dynamodb/stream-records.js';
 import { lifecycleDeps } from './dependencies.js';
 import { lambdaTelemetry } from './observability.js';
@@ -13,8 +14,10 @@ const publish = makePublishLifecycle(lifecycleDeps());
  * refused publication reports its record, so the mapping retries from there, in order.
  */
 export const handler = observe(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
-  const appended = appendedEvents(event.Records, (position, message) =>
-    logger.warn('a stream record is not an event; skipped', { position, message }),
+  const appended = appendedEvents(
+    event.Records,
+    (position, message) => logger.warn('a stream record is not an event; skipped', { position, message }),
+    (type) => LIFECYCLE_TYPES.has(type as EventType),
   ).map(({ event: e, position }): AppendedEvent => ({
     runId: e.runId,
     tenantId: e.tenantId,

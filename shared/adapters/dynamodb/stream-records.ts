@@ -17,11 +17,15 @@ export interface StreamedEvent {
 export function appendedEvents(
   records: readonly DynamoDBRecord[],
   invalid: (position: string, message: string) => void = () => undefined,
+  /** The event types the caller acts on; others are left out before they are parsed. @default all */
+  wanted: (type: string) => boolean = () => true,
 ): StreamedEvent[] {
   return records.flatMap((record): StreamedEvent[] => {
     const image = record.dynamodb?.NewImage;
     const position = record.dynamodb?.SequenceNumber ?? '';
     if (record.eventName !== 'INSERT' || !image) return [];
+    const type = image.type?.S;
+    if (type !== undefined && !wanted(type)) return [];
     let item: unknown;
     try {
       // The Lambda event types and the SDK's describe the same wire shape under two names.

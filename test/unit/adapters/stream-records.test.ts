@@ -49,4 +49,18 @@ describe('the event log stream records', () => {
     expect(found).toEqual([]);
     expect(invalid).toEqual(['p2']);
   });
+
+  it('leaves out the event types the caller does not act on, before parsing them', () => {
+    const invalid: string[] = [];
+    const found = appendedEvents(
+      [
+        record('INSERT', { ...events[0]!, type: 'step.output', seq: 'not a number' }, 'p1'),
+        record('INSERT', events[0]!, 'p2'),
+      ],
+      (position) => invalid.push(position),
+      (type) => type === 'run.created',
+    );
+    expect(found.map((f) => f.position)).toEqual(['p2']);
+    expect(invalid).toEqual([]);
+  });
 });
