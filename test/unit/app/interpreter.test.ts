@@ -188,6 +188,18 @@ describe('Dispatch', () => {
 });
 
 describe('step results', () => {
+  /** A one-step run whose step a worker `w` has leased and started. */
+  async function startedStep() {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    const results = makeStepResults({ runs, callbacks, clock });
+    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+    await results.started(command, 'w');
+    return { runId, command, results };
+  }
+
   it('records started, output and finished, and resumes the waiting task exactly once', async () => {
     const runId = await startRun([echo('one')]);
     const { planNext, dispatch } = interpreter();
@@ -218,13 +230,7 @@ describe('step results', () => {
   });
 
   it("records a step's last few output lines in its result's own transaction, in order before the result", async () => {
-    const runId = await startRun([echo('one')]);
-    const { planNext, dispatch } = interpreter();
-    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
-    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
-    const results = makeStepResults({ runs, callbacks, clock });
-    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
-    await results.started(command, 'w');
+    const { runId, command, results } = await startedStep();
     requests.clear();
     const last = ['one', 'two'].map((text, i) => ({ stream: 'stdout' as const, text, streamSeq: i + 1 }));
     await results.finished(command, 'w', { outcome: 'succeeded', output: {} }, last);
@@ -239,13 +245,7 @@ describe('step results', () => {
   });
 
   it('records many last output lines on their own first, then the result', async () => {
-    const runId = await startRun([echo('one')]);
-    const { planNext, dispatch } = interpreter();
-    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
-    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
-    const results = makeStepResults({ runs, callbacks, clock });
-    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
-    await results.started(command, 'w');
+    const { runId, command, results } = await startedStep();
     requests.clear();
     const last = Array.from({ length: 60 }, (_, i) => ({ stream: 'stdout' as const, text: `l${i}`, streamSeq: i + 1 }));
     await results.finished(command, 'w', { outcome: 'failed', error: { code: 'BOOM', message: 'no' } }, last);

@@ -62,7 +62,8 @@ const interpreter: InterpreterControl = {
   },
 };
 
-const reconcile = (more: Partial<Parameters<typeof makeReconcile>[0]> = {}) =>
+/** A reconciler over the test's stores; the scheduled function keeps one for its sweeps. */
+const reconciler = (more: Partial<Parameters<typeof makeReconcile>[0]> = {}) =>
   makeReconcile({
     runs,
     runbooks,
@@ -75,7 +76,10 @@ const reconcile = (more: Partial<Parameters<typeof makeReconcile>[0]> = {}) =>
     heartbeatMs: HEARTBEAT_MS,
     log: () => undefined,
     ...more,
-  })();
+  });
+
+/** One sweep of a fresh reconciler. */
+const reconcile = (more: Partial<Parameters<typeof makeReconcile>[0]> = {}) => reconciler(more)();
 
 const ONE_STEP = [{ id: 'one', backend: 'test', action: 'echo', params: { message: 'hi' }, retries: 1 }];
 
@@ -363,18 +367,7 @@ describe('runs that admission holds', () => {
     statuses.set(`arn:execution:${stalled.runId}`, 'FAILED');
     clock.advance(61_000);
     // One reconciler sweeping twice, as the scheduled function does.
-    const sweep = makeReconcile({
-      runs,
-      runbooks,
-      workers,
-      callbacks,
-      queue,
-      approvals,
-      interpreter,
-      clock,
-      heartbeatMs: HEARTBEAT_MS,
-      log: () => undefined,
-    });
+    const sweep = reconciler();
     await sweep();
     expect(restarted).toEqual([]);
     await sweep();
