@@ -14,6 +14,11 @@ import {
 } from '../support.js';
 
 const RUNS = Number(process.env.CAPSTAN_BENCH_RUNS ?? 200);
+/**
+ * Runs before the measured ones, not counted: the local DynamoDB is a fresh JVM whose JIT compiler
+ * takes about a core for its first minute, which a DynamoDB table in AWS never does.
+ */
+const WARMUP_RUNS = Number(process.env.CAPSTAN_BENCH_WARMUP_RUNS ?? RUNS);
 const STEPS = 3;
 const CONCURRENT_CREATES = 20;
 
@@ -28,6 +33,18 @@ const NOOP_RUNBOOK = {
     params: { message: '' },
   })),
 };
+
+/** Latencies and runs per second of a set of runs, from their event logs. */
+function throughput(logs: readonly (readonly RunEvent[])[]) {
+  const measured = logs.map(latencies);
+  const firstCreate = Math.min(...logs.map((events) => timeOf(events[0] as RunEvent)));
+  const lastEnd = Math.max(...logs.map((events) => timeOf(events.at(-1) as RunEvent)));
+  return {
+    createToDispatch: measured.map((m) => m.createToDispatch),
+    dispatchToStart: measured.flatMap((m) => m.dispatchToStart),
+    runsPerSecond: logs.length / ((lastEnd - firstCreate) / 1000),
+  };
+}
 
 /** Per-run latencies from its event log. */
 function latencies(events: readonly RunEvent[]) {
@@ -66,9 +83,14 @@ export const runsScenario: Scenario = async (progress) => {
     const meters = stack.meters;
     if (!meters) throw new Error('the stack was started without request meters');
     await register(bench, NOOP_RUNBOOK);
-    progress('warming up');
-    await createRun(bench, 'bench-noop');
-    await settle(bench, 60_000, progress);
+    progress(`warming up: ${WARMUP_RUNS} runs, not counted`);
+    const warmupIds = await pool(
+      Array.from({ length: Math.max(1, WARMUP_RUNS) }, (_, i) => i),
+      CONCURRENT_CREATES,
+      () => createRun(bench, 'bench-noop'),
+    );
+    await settle(bench, 600_000, progress);
+    const cold = throughput(await pool(warmupIds, 10, (runId) => bench.events(runId)));
 
     for (const key of Object.keys(invocationCounts)) invocationCounts[key] = 0;
     meters.dynamodb.reset();
@@ -100,17 +122,12 @@ export const runsScenario: Scenario = async (progress) => {
       const last = events.at(-1)?.type ?? 'none';
       statuses[last] = (statuses[last] ?? 0) + 1;
     }
-    const measured = logs.map(latencies);
-    const createToDispatch = measured.map((m) => m.createToDispatch);
-    const dispatchToStart = measured.flatMap((m) => m.dispatchToStart);
-    const firstCreate = Math.min(...logs.map((events) => timeOf(events[0] as RunEvent)));
-    const lastEnd = Math.max(...logs.map((events) => timeOf(events.at(-1) as RunEvent)));
+    const { createToDispatch, dispatchToStart, runsPerSecond } = throughput(logs);
     const steps = RUNS * STEPS;
-    const runsPerSecond = RUNS / ((lastEnd - firstCreate) / 1000);
 
     return {
       title: 'Runs end to end',
-      setup: `${RUNS} runs of a ${STEPS}-step no-op runbook (test.echo), created ${CONCURRENT_CREATES} at a time, two dev-flex workers, requests counted at the local DynamoDB and SQS endpoints`,
+      setup: `${RUNS} runs of a ${STEPS}-step no-op runbook (test.echo), created ${CONCURRENT_CREATES} at a time after ${warmupIds.length} warm-up runs, two dev-flex workers, requests counted at the local DynamoDB and SQS endpoints`,
       measures: [
         {
           name: 'runs ended',
@@ -131,6 +148,11 @@ export const runsScenario: Scenario = async (progress) => {
           name: 'runs per second',
           value: fixed(runsPerSecond),
           note: `first create to last run end; wall ${fixed(wallMs / 1000, 1)} s`,
+        },
+        {
+          name: 'warm-up: runs per second, create-to-dispatch p50 / p99',
+          value: `${fixed(cold.runsPerSecond)}; ${ms(percentile(cold.createToDispatch, 50))} / ${ms(percentile(cold.createToDispatch, 99))}`,
+          note: `the ${warmupIds.length} runs before, on a local DynamoDB just started (its JIT compiler still busy)`,
         },
         { name: 'Step Functions state transitions per step', value: fixed(transitions / steps) },
         {
