@@ -49,16 +49,19 @@ export function makeSfnRunStarter(client: SFNClient, stateMachineArn: string): R
  */
 export function makeSfnCallbacks(client: SFNClient): TaskCallbacks {
   const ignoreGone = (error: unknown) => {
-    if (error instanceof TaskDoesNotExist || error instanceof TaskTimedOut) return;
+    if (error instanceof TaskDoesNotExist || error instanceof TaskTimedOut) return false;
     throw error;
   };
   return {
     succeed: (taskToken, output) =>
       client
         .send(new SendTaskSuccessCommand({ taskToken, output: JSON.stringify(output) }))
-        .then(() => undefined, ignoreGone),
+        .then(() => true, ignoreGone),
     fail: (taskToken, error, cause) =>
-      client.send(new SendTaskFailureCommand({ taskToken, error, cause })).then(() => undefined, ignoreGone),
+      client.send(new SendTaskFailureCommand({ taskToken, error, cause })).then(
+        () => undefined,
+        (error: unknown) => void ignoreGone(error),
+      ),
   };
 }
 

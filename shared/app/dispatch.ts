@@ -178,6 +178,6 @@ export function makeDispatch(deps: DispatchDeps) {
       (e) => mine(e) && ['pending', 'leased', 'running'].includes(e.status),
     );
     // A command no queue can carry fails its execution for good; sending it again cannot help.
-    await fanout.send(record, runbook, executions);
+    await fanout.send(record, runbook, executions, aggregate.total === 1 ? taskToken : undefined);
   };
 }

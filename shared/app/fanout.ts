@@ -102,7 +102,13 @@ export function makeFanout(deps: FanoutDeps) {
    * Sends the commands of new executions; one the queue refuses, or for an agent node that is
    * offline, fails for good (counted into its unit). Resolves how many failed.
    */
-  async function send(record: RunRecord, runbook: Runbook, executions: readonly StepExecution[]): Promise<number> {
+  async function send(
+    record: RunRecord,
+    runbook: Runbook,
+    executions: readonly StepExecution[],
+    /** The interpreter's task waiting on a step of one execution, for its command to carry. */
+    taskToken?: string,
+  ): Promise<number> {
     if (executions.length === 0) return 0;
     const failures = new Map<string, ErrorInfo>();
     const commands: StepCommand[] = [];
@@ -120,7 +126,8 @@ export function makeFanout(deps: FanoutDeps) {
       const step = allSteps(runbook).find((s) => s.step.id === e.stepId)?.step;
       if (!step) continue;
       try {
-        commands.push(commandFor(runbook, record.run, step, e));
+        const single = executions.length === 1 && !e.target && !e.pipeline;
+        commands.push(commandFor(runbook, record.run, step, e, single ? taskToken : undefined));
       } catch (error) {
         failures.set(e.executionId, {
           code: 'PARAMS_INVALID',

@@ -193,6 +193,24 @@ export function makeStepResults(deps: StepResultDeps) {
     }
   }
 
+  /**
+   * Resumes the interpreter on a step this result completed, with the token its command carried;
+   * when that task is gone (its Dispatch re-attached since, with a new token), with the token on
+   * the step's aggregate. Losing this resume costs the reconciler's lost-resume rule, not the run.
+   */
+  async function resume(cmd: StepCommand, taskToken: string, succeeded: boolean): Promise<void> {
+    const output = {
+      stepId: cmd.stepId,
+      kind: cmd.kind,
+      attempt: cmd.attempt,
+      succeeded: succeeded ? 1 : 0,
+      failed: succeeded ? 0 : 1,
+    };
+    if (await deps.callbacks.succeed(taskToken, output)) return;
+    const aggregate = await runs.aggregate(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);
+    if (aggregate && aggregate.taskToken !== taskToken) await deps.callbacks.succeed(aggregate.taskToken, output);
+  }
+
   return {
     /**
      * `store` with its `acquireLease` handing each lease taken to this writer, so the records
@@ -288,6 +306,9 @@ export function makeStepResults(deps: StepResultDeps) {
       const counted = pipeline?.next.kind === 'done' ? pipeline.next.succeeded : succeeded;
       const receiptNeeded = succeeded && !result.fromReceipt;
       const violation = result.outcome !== 'succeeded' && result.error.code === 'SANDBOX_VIOLATION';
+      // A step of one execution whose command carries the interpreter's token completes with this
+      // result, in the same transaction: no claim afterwards.
+      const completes = cmd.taskToken !== undefined && !fannedOut(cmd);
       await record(cmd, (execution) => {
         const ended: StepExecution = {
           ...execution,
@@ -340,7 +361,7 @@ export function makeStepResults(deps: StepResultDeps) {
               writes.updateExecution(ended, ['leased', 'running'], workerId),
               next
                 ? writes.putExecution(next)
-                : writes.countResult(cmd.runId, unit.kind, unit.stepId, unit.attempt, counted),
+                : writes.countResult(cmd.runId, unit.kind, unit.stepId, unit.attempt, counted, completes),
               ...(receiptNeeded
                 ? [
                     writes.putReceipt({
@@ -367,6 +388,10 @@ export function makeStepResults(deps: StepResultDeps) {
         // Only a result that leaves every target counted can complete the unit: the others skip the claim.
         const full = next ? false : await deps.fanout.release(cmd.runId, ref, after);
         if (full) await deps.fanout.complete(cmd.runId, ref);
+        return;
+      }
+      if (completes && cmd.taskToken) {
+        await resume(cmd, cmd.taskToken, counted);
         return;
       }
       const completed = await runs.claimCompletion(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);

@@ -29,6 +29,13 @@ export const stepCommandSchema = z.strictObject({
   pipeline: pipelinePositionSchema.optional(),
   /** The run's priority: a `high` or `emergency` run's commands go to the profile's priority queue. */
   priority: prioritySchema.optional(),
+  /**
+   * The interpreter's task token waiting on this step, when the step has one execution: its result
+   * completes the step in the same transaction and resumes the interpreter without reading the
+   * token back. Never logged. A token gone by then (the step's Dispatch re-attached with a new one)
+   * is looked up on the step's aggregate.
+   */
+  taskToken: z.string().min(1).optional(),
 });
 export type StepCommand = z.infer<typeof stepCommandSchema>;
 

@@ -6,7 +6,13 @@ import type { Runbook, Step } from './runbook.js';
 import { substitute } from './template.js';
 
 /** The command for one step (or its rollback) on one target, with the run's inputs substituted. */
-export function commandFor(runbook: Runbook, run: Run, step: Step, execution: StepExecution): StepCommand {
+export function commandFor(
+  runbook: Runbook,
+  run: Run,
+  step: Step,
+  execution: StepExecution,
+  taskToken?: string,
+): StepCommand {
   const body = execution.kind === 'rollback' && step.rollback ? step.rollback : step;
   const params = substitute(body.params as Json, run.inputs, execution.target) as Record<string, Json>;
   return {
@@ -29,6 +35,7 @@ export function commandFor(runbook: Runbook, run: Run, step: Step, execution: St
     priority: run.priority,
     ...(execution.target && { target: execution.target }),
     ...(execution.pipeline && { pipeline: execution.pipeline }),
+    ...(taskToken !== undefined && { taskToken }),
   };
 }
 

@@ -37,7 +37,7 @@ beforeAll(async () => {
   const runbooks = makeDynamoRunbookStore(documentClient, dynamo.tableNames.state);
   const approvals = makeApprovalStore(documentClient, dynamo.tableNames.state);
   const callbacks = {
-    succeed: async (token: string, output: Record<string, Json>) => void resumed.push({ token, output }),
+    succeed: async (token: string, output: Record<string, Json>) => resumed.push({ token, output }) > 0,
     fail: async () => undefined,
   };
   await makeRegisterRunbook({ runbooks, clock })({

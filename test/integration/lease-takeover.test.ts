@@ -63,7 +63,7 @@ beforeAll(async () => {
   counters = makeCounters(documentClient, dynamo.tableNames.state);
   const runbooks = makeDynamoRunbookStore(documentClient, dynamo.tableNames.state);
   const callbacks = {
-    succeed: async (token: string, output: Record<string, Json>) => void resumed.push({ token, output }),
+    succeed: async (token: string, output: Record<string, Json>) => resumed.push({ token, output }) > 0,
     fail: async () => undefined,
   };
   results = makeStepResults({ runs, callbacks, clock });

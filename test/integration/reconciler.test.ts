@@ -64,7 +64,7 @@ beforeAll(async () => {
   runbooks = makeDynamoRunbookStore(documentClient, dynamo.tableNames.state);
   workers = makeWorkerStore(documentClient, dynamo.tableNames.state);
   const callbacks = {
-    succeed: async (token: string, output: Record<string, Json>) => void resumed.push({ token, output }),
+    succeed: async (token: string, output: Record<string, Json>) => resumed.push({ token, output }) > 0,
     fail: async () => undefined,
   };
   const register = makeRegisterRunbook({ runbooks, clock });
@@ -327,7 +327,7 @@ describe('the reconciler', () => {
     // The worker recorded the result and claimed the completion, then died before the resume went out.
     const diesBeforeResume = stepResults({
       runs,
-      callbacks: { succeed: async () => undefined, fail: async () => undefined },
+      callbacks: { succeed: async () => true, fail: async () => undefined },
       clock,
     });
     await diesBeforeResume.finished(cmd, 'worker-a', { outcome: 'succeeded' });

@@ -102,19 +102,21 @@ export function transactItemOf(table: string, intent: WriteIntent): TransactItem
       };
     }
     case 'countResult': {
-      const { ref, succeeded } = intent;
+      const { ref, succeeded, completes } = intent;
       return {
         Update: {
           TableName: table,
           Key: { pk: runKey(ref.runId), sk: aggregateSk(ref.stepKind, ref.stepId, ref.attempt) },
-          UpdateExpression: 'ADD #done :one, #outcome :one',
-          ConditionExpression: 'attribute_exists(pk) AND #done < #total',
+          UpdateExpression: 'ADD #done :one, #outcome :one' + (completes ? ' SET #completed = :true' : ''),
+          ConditionExpression:
+            'attribute_exists(pk) AND #done < #total' + (completes ? ' AND #total = :one AND #completed = :false' : ''),
           ExpressionAttributeNames: {
             '#done': 'done',
             '#total': 'total',
             '#outcome': succeeded ? 'succeeded' : 'failed',
+            ...(completes && { '#completed': 'completed' }),
           },
-          ExpressionAttributeValues: { ':one': 1 },
+          ExpressionAttributeValues: { ':one': 1, ...(completes && { ':true': true, ':false': false }) },
         },
       };
     }

@@ -21,7 +21,11 @@ export interface CommandQueue {
 
 /** Resumes a waiting interpreter task. */
 export interface TaskCallbacks {
-  succeed(taskToken: string, output: Record<string, Json>): Promise<void>;
+  /**
+   * Resolves true when the waiting task took the output; false when its token is gone (the task
+   * timed out, or a new task waits on the same thing with a new token).
+   */
+  succeed(taskToken: string, output: Record<string, Json>): Promise<boolean>;
   fail(taskToken: string, error: string, cause: string): Promise<void>;
 }
 

@@ -30,8 +30,17 @@ export type WriteIntent =
   | { readonly kind: 'expireExecution'; readonly execution: StepExecution; readonly now: Date }
   /** A new step aggregate; refused when it exists. */
   | { readonly kind: 'putAggregate'; readonly runId: string; readonly aggregate: Aggregate }
-  /** Counts one target's result; refused when the aggregate is missing or already full. */
-  | { readonly kind: 'countResult'; readonly ref: AggregateRef; readonly succeeded: boolean }
+  /**
+   * Counts one target's result; refused when the aggregate is missing or already full. With
+   * `completes`, the aggregate has one execution and this count also claims its completion
+   * (refused unless its total is one).
+   */
+  | {
+      readonly kind: 'countResult';
+      readonly ref: AggregateRef;
+      readonly succeeded: boolean;
+      readonly completes?: boolean;
+    }
   /** Counts `count` executions failed before reaching a worker; refused past the aggregate's `total`. */
   | { readonly kind: 'countUnsent'; readonly ref: AggregateRef; readonly count: number; readonly total: number }
   /** Gives targets `from`..`to` of a fan-out unit their executions; refused unless `from` were released. */
@@ -83,10 +92,12 @@ export const writes = {
     stepId: string,
     attempt: number,
     succeeded: boolean,
+    completes = false,
   ): WriteIntent => ({
     kind: 'countResult',
     ref: ref(runId, stepKind, stepId, attempt),
     succeeded,
+    ...(completes && { completes }),
   }),
   countUnsent: (
     runId: string,

@@ -255,6 +255,29 @@ describe('step results', () => {
     expect(events.at(-1)?.type).toBe('step.failed');
   });
 
+  it("completes a one-execution step in its result's transaction and resumes with the token its command carries", async () => {
+    const { runId, command, results } = await startedStep();
+    expect(command.taskToken).toBe('token-1');
+    requests.clear();
+    await results.finished(command, 'w', { outcome: 'failed', error: { code: 'BOOM', message: 'no' } });
+    expect(Object.fromEntries(requests)).toEqual({ transact: 1 });
+    expect(await runs.aggregate(runId, 'step', 'one', 1)).toMatchObject({ done: 1, failed: 1, completed: true });
+    expect(callbacks.succeeded).toEqual([
+      { taskToken: 'token-1', output: { stepId: 'one', kind: 'step', attempt: 1, succeeded: 0, failed: 1 } },
+    ]);
+    // Completed: no one claims it again.
+    expect(await runs.claimCompletion(runId, 'step', 'one', 1)).toBeUndefined();
+  });
+
+  it("resumes with the aggregate's token when the command's is gone (the Dispatch re-attached since)", async () => {
+    const { runId, command, results } = await startedStep();
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-2');
+    callbacks.gone.add('token-1');
+    await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+    expect(callbacks.succeeded).toEqual([{ taskToken: 'token-2', output: expect.objectContaining({ succeeded: 1 }) }]);
+  });
+
   it('lets a lapsed lease of a step that never started go to the next worker only after it lapses', async () => {
     const runId = await startRun([echo('one')]);
     const { planNext, dispatch } = interpreter();

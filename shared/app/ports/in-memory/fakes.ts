@@ -44,16 +44,22 @@ export function makeRecordingQueue(): RecordingQueue {
 export interface RecordingCallbacks extends TaskCallbacks {
   readonly succeeded: Array<{ taskToken: string; output: Record<string, Json> }>;
   readonly failed: Array<{ taskToken: string; error: string; cause: string }>;
+  /** Tokens whose task is gone (timed out, or replaced by a new one): resuming them is refused. */
+  readonly gone: Set<string>;
 }
 
 export function makeRecordingCallbacks(): RecordingCallbacks {
   const succeeded: RecordingCallbacks['succeeded'] = [];
   const failed: RecordingCallbacks['failed'] = [];
+  const gone = new Set<string>();
   return {
     succeeded,
     failed,
+    gone,
     async succeed(taskToken, output) {
+      if (gone.has(taskToken)) return false;
       succeeded.push({ taskToken, output });
+      return true;
     },
     async fail(taskToken, error, cause) {
       failed.push({ taskToken, error, cause });

@@ -115,8 +115,14 @@ export function makeInMemoryStores(): {
         if (!a) return false;
         if (intent.kind === 'countResult') {
           if (a.done >= a.total) return false;
+          if (intent.completes && (a.total !== 1 || a.completed)) return false;
           const outcome = intent.succeeded ? 'succeeded' : 'failed';
-          tx.aggregates.set(id, { ...a, done: a.done + 1, [outcome]: a[outcome] + 1 });
+          tx.aggregates.set(id, {
+            ...a,
+            done: a.done + 1,
+            [outcome]: a[outcome] + 1,
+            ...(intent.completes && { completed: true }),
+          });
         } else {
           if (a.done > intent.total - intent.count) return false;
           tx.aggregates.set(id, { ...a, done: a.done + intent.count, failed: a.failed + intent.count });
