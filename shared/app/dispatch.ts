@@ -7,6 +7,7 @@ import { makeFanout, newExecution } from './fanout.js';
 import type { InventoryReader } from './ports/inventory.js';
 import { StaleWriteError } from '../domain/errors.js';
 import type { StepExecution } from '../domain/entities.js';
+import type { ChainHead } from '../domain/events.js';
 import type { Aggregate } from '../domain/step-records.js';
 import type { PlanDecision } from '../domain/planner.js';
 import { allSteps } from '../domain/runbook.js';
@@ -99,7 +100,7 @@ export function makeDispatch(deps: DispatchDeps) {
       await deps.callbacks.succeed(taskToken, { stepId: step.id, kind, attempt, cancelled: true });
       return;
     }
-    let fresh: { aggregate: Aggregate; executions: readonly StepExecution[] } | undefined;
+    let fresh: { aggregate: Aggregate; executions: readonly StepExecution[]; head: ChainHead } | undefined;
     let writtenEarlier = false;
     if (!existing) {
       const execution = newExecution(record.run, kind, step.id, attempt, undefined, now);
@@ -127,7 +128,7 @@ export function makeDispatch(deps: DispatchDeps) {
       };
       if (!writtenEarlier)
         try {
-          await deps.runs.mutate(
+          const committed = await deps.runs.mutate(
             runId,
             () => ({
               run: { currentStepId: step.id, updatedAt: now },
@@ -154,7 +155,7 @@ export function makeDispatch(deps: DispatchDeps) {
             }),
             record,
           );
-          fresh = { aggregate: written, executions };
+          fresh = { aggregate: written, executions, head: committed?.record.head ?? record.head };
         } catch (error) {
           // Another dispatch of the same attempt won: fall through to re-attach.
           if (!(error instanceof StaleWriteError)) throw error;
@@ -178,6 +179,7 @@ export function makeDispatch(deps: DispatchDeps) {
       (e) => mine(e) && ['pending', 'leased', 'running'].includes(e.status),
     );
     // A command no queue can carry fails its execution for good; sending it again cannot help.
-    await fanout.send(record, runbook, executions, aggregate.total === 1 ? taskToken : undefined);
+    const single = aggregate.total === 1 ? { taskToken, chainHead: fresh?.head ?? record.head } : undefined;
+    await fanout.send(record, runbook, executions, single);
   };
 }

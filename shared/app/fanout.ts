@@ -106,8 +106,8 @@ export function makeFanout(deps: FanoutDeps) {
     record: RunRecord,
     runbook: Runbook,
     executions: readonly StepExecution[],
-    /** The interpreter's task waiting on a step of one execution, for its command to carry. */
-    taskToken?: string,
+    /** For a step of one execution: the task waiting on it and the run's chain head, for its command to carry. */
+    single?: Pick<StepCommand, 'taskToken' | 'chainHead'>,
   ): Promise<number> {
     if (executions.length === 0) return 0;
     const failures = new Map<string, ErrorInfo>();
@@ -126,8 +126,8 @@ export function makeFanout(deps: FanoutDeps) {
       const step = allSteps(runbook).find((s) => s.step.id === e.stepId)?.step;
       if (!step) continue;
       try {
-        const single = executions.length === 1 && !e.target && !e.pipeline;
-        commands.push(commandFor(runbook, record.run, step, e, single ? taskToken : undefined));
+        const alone = executions.length === 1 && !e.target && !e.pipeline;
+        commands.push(commandFor(runbook, record.run, step, e, alone ? single : undefined));
       } catch (error) {
         failures.set(e.executionId, {
           code: 'PARAMS_INVALID',

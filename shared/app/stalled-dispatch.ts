@@ -75,7 +75,7 @@ export function makeRepairStalled(deps: StalledDeps) {
     // A step of one execution: its command carries the token of the task waiting on it, as Dispatch's did.
     const [only] = unsent;
     const single = unsent.length === 1 && only ? aggregates.find((a) => countsIn(only, a) && a.total === 1) : undefined;
-    await deps.fanout.send(record, runbook, unsent, single?.taskToken);
+    await deps.fanout.send(record, runbook, unsent, single && { taskToken: single.taskToken, chainHead: record.head });
     deps.log('unsent commands sent again', { runId, executions: unsent.map((e) => e.executionId) });
     return { releases, resent: unsent.length };
   };

@@ -6,7 +6,7 @@ import { makeSequencer } from './inbox-sequencer.js';
 import { writes } from './ports/writes.js';
 import type { Json } from '../domain/canonical.js';
 import type { ErrorInfo, StepExecution } from '../domain/entities.js';
-import type { EventDraft } from '../domain/events.js';
+import type { ChainHead, EventDraft } from '../domain/events.js';
 import type { StepCommand } from '../domain/messages.js';
 import type { Receipt } from '../domain/step-records.js';
 import type { Clock } from './ports.js';
@@ -94,12 +94,12 @@ const draft = (
 export function makeStepResults(deps: StepResultDeps) {
   const { runs } = deps;
   /**
-   * What this writer last committed for each execution it holds the lease of, and the run as that
-   * commit left it: the next record starts from them instead of reading them back. The lease
-   * guards the execution and the revision guards the run, so a stale copy costs a retry, not a
-   * lost write.
+   * What this writer last committed for each execution it holds the lease of, and the run's chain
+   * head as that commit left it (or, for a fan-out target, the run as last read): the next record
+   * starts from them instead of reading them back. The lease guards the execution and the chain
+   * head's condition the log, so a stale copy costs a retry, not a lost write.
    */
-  const held = new Map<string, { execution: StepExecution; run?: RunRecord }>();
+  const held = new Map<string, { execution: StepExecution; run?: RunRecord; head?: ChainHead }>();
 
   async function current(cmd: StepCommand): Promise<StepExecution> {
     const known = held.get(cmd.executionId)?.execution;
@@ -139,8 +139,10 @@ export function makeStepResults(deps: StepResultDeps) {
           held.set(cmd.executionId, { execution: next, run: held.get(cmd.executionId)?.run });
           return;
         }
-        const committed = await runs.mutate(cmd.runId, () => body, held.get(cmd.executionId)?.run);
-        held.set(cmd.executionId, { execution: next, run: committed?.record });
+        // A worker's records leave the run entity as it is: they only append, on the head the
+        // last one left, or the one Dispatch's command carried for the first.
+        const { head } = await runs.append(cmd, body, held.get(cmd.executionId)?.head ?? cmd.chainHead);
+        held.set(cmd.executionId, { execution: next, head });
         return;
       } catch (error) {
         held.delete(cmd.executionId);

@@ -36,6 +36,11 @@ export const stepCommandSchema = z.strictObject({
    * is looked up on the step's aggregate.
    */
   taskToken: z.string().min(1).optional(),
+  /**
+   * Where the run's event chain stood when the command was sent, on a step of one execution: the
+   * worker chains its first record on it without reading the run. A stale one costs a retry.
+   */
+  chainHead: z.strictObject({ seq: z.number().int().min(0), hash: z.string().min(1) }).optional(),
 });
 export type StepCommand = z.infer<typeof stepCommandSchema>;
 

@@ -11,7 +11,8 @@ export function commandFor(
   run: Run,
   step: Step,
   execution: StepExecution,
-  taskToken?: string,
+  /** For a step of one execution: the task waiting on it and the chain head it was sent on. */
+  single?: Pick<StepCommand, 'taskToken' | 'chainHead'>,
 ): StepCommand {
   const body = execution.kind === 'rollback' && step.rollback ? step.rollback : step;
   const params = substitute(body.params as Json, run.inputs, execution.target) as Record<string, Json>;
@@ -35,7 +36,8 @@ export function commandFor(
     priority: run.priority,
     ...(execution.target && { target: execution.target }),
     ...(execution.pipeline && { pipeline: execution.pipeline }),
-    ...(taskToken !== undefined && { taskToken }),
+    ...(single?.taskToken !== undefined && { taskToken: single.taskToken }),
+    ...(single?.chainHead !== undefined && { chainHead: single.chainHead }),
   };
 }
 

@@ -118,6 +118,63 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       expect((await runs.execution(run.runId, execution.executionId))?.status).toBe('pending');
     });
 
+    it('appends events on a held head, leaves the run entity as it is, and chains again on a stale head', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      const held = await runs.load(run.runId);
+      if (!held) throw new Error('no run');
+      await runs.acquireLease(run.runId, execution.executionId, 'worker-a', new Date(NOW), 30_000);
+      const leased = { ...execution, status: 'leased' as const, leaseOwner: 'worker-a' };
+      const appended = await runs.append(
+        run,
+        {
+          events: [event('step.started')],
+          writes: [writes.updateExecution({ ...leased, status: 'running' }, ['leased'], 'worker-a')],
+        },
+        held.head,
+      );
+      expect(appended.head.seq).toBe(held.head.seq + 1);
+      // Another writer moves the chain; an append on the old head chains on the new one.
+      await runs.mutate(run.runId, () => ({ events: [event('run.cancel_requested')], run: { cancelRequested: true } }));
+      const again = await runs.append(run, { events: [event('step.output', { text: 'hi' })] }, appended.head);
+      const log = await runs.events(run.runId, 0, 10);
+      expect(log.map((e) => e.type)).toEqual([
+        'run.created',
+        'step.dispatched',
+        'step.started',
+        'run.cancel_requested',
+        'step.output',
+      ]);
+      expect(verifyChain(log).valid).toBe(true);
+      expect(again.head).toEqual({ seq: 5, hash: log[4]?.hash });
+      const after = await runs.load(run.runId);
+      expect(after?.head).toEqual(again.head);
+      expect(after?.run.cancelRequested).toBe(true);
+      // A writer holding the run from before the appends decides again on fresh state.
+      const seen: number[] = [];
+      await runs.mutate(
+        run.runId,
+        (record) => {
+          seen.push(record.head.seq);
+          return { events: [event('run.started')] };
+        },
+        held,
+      );
+      expect(seen).toEqual([held.head.seq, 5]);
+      expect((await runs.execution(run.runId, execution.executionId))?.status).toBe('running');
+    });
+
+    it('appends nothing and throws a StaleWriteError when a write of the append no longer applies', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      const change = {
+        events: [event('step.started')],
+        writes: [writes.updateExecution({ ...execution, status: 'running' as const }, ['leased'], 'worker-a')],
+      };
+      await expect(runs.append(run, change)).rejects.toBeInstanceOf(StaleWriteError);
+      expect((await runs.events(run.runId, 0, 10)).map((e) => e.type)).toEqual(['run.created', 'step.dispatched']);
+    });
+
     it('decides again on fresh state when the record it was given is no longer current', async () => {
       const { runs } = stores();
       const run = newRun();

@@ -4,7 +4,7 @@ import { releasesOnEnd } from '../../app/ports/admission.js';
 import type { RunLog, RunRecord } from '../../app/ports/runs.js';
 import { runSchema } from '../../domain/entities.js';
 import { ConflictError, StaleWriteError } from '../../domain/errors.js';
-import { chainEvents, EMPTY_CHAIN, type RunEvent, runEventSchema } from '../../domain/events.js';
+import { type ChainHead, chainEvents, EMPTY_CHAIN, type RunEvent, runEventSchema } from '../../domain/events.js';
 import { TicketBusyError } from '../../domain/intake/ticket.js';
 import { runStateMachine } from '../../domain/statuses.js';
 import { recordRunCommit } from '../../observability/run-metrics.js';
@@ -62,6 +62,21 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
       new GetCommand({ TableName: state, Key: { pk: runKey(runId), sk: META }, ConsistentRead: true }),
     );
     return Item ? recordOf(Item) : undefined;
+  }
+
+  /** Where the run's event chain stands (the run entity left out). */
+  async function chainHead(runId: string): Promise<ChainHead> {
+    const { Item } = await client.send(
+      new GetCommand({
+        TableName: state,
+        Key: { pk: runKey(runId), sk: META },
+        ProjectionExpression: 'chainSeq, chainHash',
+        ConsistentRead: true,
+      }),
+    );
+    if (!Item) throw new Error(`run ${runId} does not exist`);
+    const { chainSeq, chainHash } = runItemSchema.pick({ chainSeq: true, chainHash: true }).parse(Item);
+    return { seq: chainSeq, hash: chainHash };
   }
 
   const eventPuts = (list: readonly RunEvent[]): TransactItem[] =>
@@ -142,6 +157,44 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
         }
       }
       throw new ConflictError(`the run ${runId} is changing too fast; try again`);
+    },
+
+    async append(run, change, known) {
+      let head = known;
+      for (let attempt = 0; attempt < 20; attempt++) {
+        head ??= await chainHead(run.runId);
+        const { events: chained, head: next } = chainEvents(head, run, change.events);
+        const items: TransactItem[] = [
+          {
+            Update: {
+              TableName: state,
+              Key: { pk: runKey(run.runId), sk: META },
+              // The run entity is left as it is; `rev` moves so a writer holding the run decides again.
+              UpdateExpression: 'SET chainSeq = :seq, chainHash = :hash ADD rev :one',
+              ConditionExpression: 'chainSeq = :expected',
+              ExpressionAttributeValues: { ':seq': next.seq, ':hash': next.hash, ':one': 1, ':expected': head.seq },
+            },
+          },
+          ...eventPuts(chained),
+          ...(change.writes ?? []).map((intent) => transactItemOf(state, intent)),
+        ];
+        try {
+          await client.send(new TransactWriteCommand({ TransactItems: items }));
+          return { head: next, events: chained };
+        } catch (error) {
+          const codes = cancellationCodes(error);
+          if (!codes) throw error;
+          const headMoved = codes[0] === 'ConditionalCheckFailed' || codes.includes('TransactionConflict');
+          if (!headMoved) {
+            if (codes.includes('ConditionalCheckFailed')) throw new StaleWriteError(codes);
+            throw error;
+          }
+          // Chain again on the head as it now stands; backing off only when it keeps moving.
+          if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+          head = undefined;
+        }
+      }
+      throw new ConflictError(`the run ${run.runId} is changing too fast; try again`);
     },
 
     async create(run, firstEvents, idempotency) {

@@ -32,6 +32,12 @@ export interface Committed {
   readonly events: RunEvent[];
 }
 
+/** What an append left: the chain's new head and the events appended. */
+export interface Appended {
+  readonly head: ChainHead;
+  readonly events: RunEvent[];
+}
+
 /** The outcome of creating a run under an idempotency key. */
 export type Created = { created: true } | { created: false; runId: string; requestHash: string };
 
@@ -52,6 +58,17 @@ export interface RunLog {
     decide: (record: RunRecord) => RunChange | undefined,
     known?: RunRecord,
   ): Promise<Committed | undefined>;
+  /**
+   * Appends events that leave the run entity as it is (a worker's records of its step execution)
+   * with their writes, chained on `head` when the caller holds one: nothing is read unless it is
+   * missing or stale (another writer moved the chain since). Resolves the head the events left.
+   * Throws `StaleWriteError` when a write's own condition fails.
+   */
+  append(
+    run: Pick<Run, 'runId' | 'tenantId'>,
+    change: Pick<RunChange, 'events' | 'writes'>,
+    head?: ChainHead,
+  ): Promise<Appended>;
   /**
    * Commits `writes` with `events` staged in the run's inbox (see `domain/inbox.ts`) instead of on
    * its chain head: nothing shared is written, so a fan-out's targets never contend. The state and

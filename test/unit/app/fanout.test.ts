@@ -159,6 +159,10 @@ describe('fan-out', () => {
           },
           known,
         ),
+      append: (run, change, head) => {
+        for (const e of change.events) onHead.push(`${e.type}@${e.stepId ?? ''}`);
+        return inner.append(run, change, head);
+      },
     };
     const { decision } = await drive(runId);
     expect(decision.action).toBe('succeed');

@@ -1,5 +1,6 @@
 import { makeInMemoryInventoryStore } from '../../../shared/app/ports/in-memory/inventory.js';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { verifyChain } from '../../../shared/domain/events.js';
 import { makeDecideApproval } from '../../../shared/app/approvals.js';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
 import { makePlanNext } from '../../../shared/app/plan.js';
@@ -267,6 +268,39 @@ describe('step results', () => {
     ]);
     // Completed: no one claims it again.
     expect(await runs.claimCompletion(runId, 'step', 'one', 1)).toBeUndefined();
+  });
+
+  it('chains the first record of a step on the head its command carries: a step costs four requests from its lease on', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    expect(command.chainHead).toEqual((await runs.load(runId))?.head);
+    const results = makeStepResults({ runs, callbacks, clock });
+    requests.clear();
+    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+    await results.started(command, 'w');
+    await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+    expect(Object.fromEntries(requests)).toEqual({ update: 1, transact: 2 });
+    expect(verifyChain(await runs.events(runId, 0, 1000)).valid).toBe(true);
+  });
+
+  it('reads the head once when the one its command carries is stale', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    await runs.mutate(runId, (record) => ({
+      events: [{ eventId: 'x', type: 'run.cancel_requested', timestamp: record.run.updatedAt, payload: {}, meta: {} }],
+    }));
+    const results = makeStepResults({ runs, callbacks, clock });
+    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+    requests.clear();
+    await results.started(command, 'w');
+    expect(Object.fromEntries(requests)).toEqual({ get: 1, transact: 2 });
+    const events = await runs.events(runId, 0, 1000);
+    expect(events.map((e) => e.type).slice(-2)).toEqual(['run.cancel_requested', 'step.started']);
+    expect(verifyChain(events).valid).toBe(true);
   });
 
   it("resumes with the aggregate's token when the command's is gone (the Dispatch re-attached since)", async () => {

@@ -326,6 +326,30 @@ export function makeInMemoryStores(): {
       throw new ConflictError(`the run ${runId} is changing too fast; try again`);
     },
 
+    async append(run, change, known) {
+      let head = known;
+      for (let attempt = 0; attempt < 20; attempt++) {
+        if (!head) {
+          count('get');
+          head = runs.get(run.runId)?.record.head;
+          if (!head) throw new Error(`run ${run.runId} does not exist`);
+        }
+        count('transact');
+        const stored = runs.get(run.runId);
+        if (!stored) throw new Error(`run ${run.runId} does not exist`);
+        if (stored.record.head.seq !== head.seq) {
+          head = undefined;
+          continue;
+        }
+        const { events: chained, head: next } = chainEvents(head, run, change.events);
+        commitWrites(change.writes ?? [], ['None']);
+        runs.set(run.runId, { ...stored, record: { ...stored.record, head: next }, rev: stored.rev + 1 });
+        events.set(run.runId, [...(events.get(run.runId) ?? []), ...clone(chained)]);
+        return { head: next, events: chained };
+      }
+      throw new ConflictError(`the run ${run.runId} is changing too fast; try again`);
+    },
+
     async create(run: Run, firstEvents, idem) {
       count('transact');
       const idemKey = idem && `${run.tenantId}/${idem.key}`;
