@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { systemClock } from '../shared/app/ports.js';
 import { makeRecoverLost } from '../shared/app/recovery.js';
 import { makeStepResults } from '../shared/app/step-results.js';
+import { Later } from '../shared/app/later.js';
 import {
   ecsClient,
   lambdaClient,
@@ -79,7 +80,9 @@ async function main(): Promise<void> {
     clock: systemClock,
     inventory: makeDynamoInventoryStore(documentClient, CAPSTAN_STATE_TABLE, { clock: systemClock, heartbeatMs }),
   });
-  const results = makeStepResults({ runs, callbacks, clock: systemClock, fanout });
+  // A result's resume and a command's delete finish while the worker takes its next command.
+  const later = new Later((what, error) => logger.warn(`${what} failed`, { error: error.message }));
+  const results = makeStepResults({ runs, callbacks, clock: systemClock, fanout, later });
   const groups = env.CAPSTAN_WORKER_GROUPS.split(',')
     .map((g) => g.trim())
     .filter(Boolean);
@@ -140,6 +143,7 @@ async function main(): Promise<void> {
     }),
     runs: results.holdingLeases(runs),
     results,
+    later,
     recover: makeRecoverLost({ runs, callbacks }),
     backends,
     secrets: makeSecretsManagerSource(secretsClient()),

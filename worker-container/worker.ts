@@ -14,6 +14,7 @@ import type { ArtifactStore } from './artifacts.js';
 import { withLogContext } from '../shared/observability/logger.js';
 import { flushMetrics, recordMetric } from '../shared/observability/metrics.js';
 import { withSpan } from '../shared/observability/tracing.js';
+import type { Later } from '../shared/app/later.js';
 
 export type { WorkerRegistration } from './heartbeat.js';
 
@@ -51,6 +52,11 @@ export interface WorkerOptions {
   readonly receiveRetryMs?: number;
   /** Where steps store the files they produce. */
   readonly artifacts?: ArtifactStore;
+  /**
+   * What the worker lets finish while it takes its next command (a handled command's delete, and
+   * the results' resumes when they share it); drained before the worker deregisters.
+   */
+  readonly later?: Later;
 }
 
 /**
@@ -129,6 +135,7 @@ export class Worker {
     try {
       await this.receiveLoop();
       await this.idle;
+      await this.options.later?.settled();
     } finally {
       this.heartbeat.stop();
     }
@@ -232,6 +239,10 @@ export class Worker {
       () => undefined,
     );
     await done;
-    await commands.delete(received);
+    // Deleting the command is the last thing about it: the next one need not wait for it. A delete
+    // that is lost only brings a duplicate delivery, which the lease turns away.
+    const { later } = this.options;
+    if (later) later.run('delete command', commands.delete(received));
+    else await commands.delete(received);
   }
 }

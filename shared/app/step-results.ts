@@ -14,6 +14,7 @@ import type { TaskCallbacks } from './ports/interpreter.js';
 import { newExecution, type Fanout } from './fanout.js';
 import { countsInto } from './unsent.js';
 import { pipelineNext, unitOf } from '../domain/fanout.js';
+import type { Later } from './later.js';
 
 export interface StepResultDeps {
   readonly runs: RunStore;
@@ -21,6 +22,12 @@ export interface StepResultDeps {
   readonly clock: Clock;
   /** Rate control and pipelines: starts what a result lets start. Without it a fan-out unit does not advance. */
   readonly fanout?: Fanout;
+  /**
+   * Where resuming the interpreter after a step's result goes, so the worker takes its next
+   * command meanwhile; without it, `finished` waits for the resume. A resume lost with its worker
+   * is sent again by the reconciler (its lost-resume rule).
+   */
+  readonly later?: Later;
 }
 
 export type Outcome =
@@ -213,6 +220,19 @@ export function makeStepResults(deps: StepResultDeps) {
     if (aggregate && aggregate.taskToken !== taskToken) await deps.callbacks.succeed(aggregate.taskToken, output);
   }
 
+  /** Claims the completion of a step this result may have completed and resumes the interpreter if it did. */
+  async function claimAndResume(cmd: StepCommand): Promise<void> {
+    const completed = await runs.claimCompletion(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);
+    if (completed)
+      await deps.callbacks.succeed(completed.taskToken, {
+        stepId: cmd.stepId,
+        kind: cmd.kind,
+        attempt: cmd.attempt,
+        succeeded: completed.succeeded,
+        failed: completed.failed,
+      });
+  }
+
   return {
     /**
      * `store` with its `acquireLease` handing each lease taken to this writer, so the records
@@ -392,19 +412,10 @@ export function makeStepResults(deps: StepResultDeps) {
         if (full) await deps.fanout.complete(cmd.runId, ref);
         return;
       }
-      if (completes && cmd.taskToken) {
-        await resume(cmd, cmd.taskToken, counted);
-        return;
-      }
-      const completed = await runs.claimCompletion(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);
-      if (completed)
-        await deps.callbacks.succeed(completed.taskToken, {
-          stepId: cmd.stepId,
-          kind: cmd.kind,
-          attempt: cmd.attempt,
-          succeeded: completed.succeeded,
-          failed: completed.failed,
-        });
+      const resuming =
+        completes && cmd.taskToken ? resume(cmd, cmd.taskToken, counted) : claimAndResume(cmd);
+      if (deps.later) deps.later.run('resume', resuming);
+      else await resuming;
     },
   };
 }

@@ -1,6 +1,8 @@
 import { makeInMemoryInventoryStore } from '../../../shared/app/ports/in-memory/inventory.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { verifyChain } from '../../../shared/domain/events.js';
+import { Later } from '../../../shared/app/later.js';
+import type { Json } from '../../../shared/domain/canonical.js';
 import { makeDecideApproval } from '../../../shared/app/approvals.js';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
 import { makePlanNext } from '../../../shared/app/plan.js';
@@ -301,6 +303,33 @@ describe('step results', () => {
     const events = await runs.events(runId, 0, 1000);
     expect(events.map((e) => e.type).slice(-2)).toEqual(['run.cancel_requested', 'step.started']);
     expect(verifyChain(events).valid).toBe(true);
+  });
+
+  it('returns once the result is committed when given somewhere to resume later, and the resume still goes out', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    let letResumeThrough: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (letResumeThrough = resolve));
+    const slow = {
+      ...callbacks,
+      succeed: async (token: string, output: Record<string, Json>) => {
+        await gate;
+        return callbacks.succeed(token, output);
+      },
+    };
+    const later = new Later(() => undefined);
+    const results = makeStepResults({ runs, callbacks: slow, clock, later });
+    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+    await results.started(command, 'w');
+    await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+    expect(await runs.execution(runId, command.executionId)).toMatchObject({ status: 'succeeded' });
+    expect(callbacks.succeeded).toEqual([]);
+    expect(later.size).toBe(1);
+    letResumeThrough();
+    await later.settled();
+    expect(callbacks.succeeded.map((c) => c.taskToken)).toEqual(['token-1']);
   });
 
   it("resumes with the aggregate's token when the command's is gone (the Dispatch re-attached since)", async () => {

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { StepExecution } from '../../../shared/domain/entities.js';
 import type { StepCommand } from '../../../shared/domain/messages.js';
 import { sleep } from '../../../worker-container/backends/types.js';
-import { Worker } from '../../../worker-container/worker.js';
+import { Worker, type WorkerOptions } from '../../../worker-container/worker.js';
+import { Later } from '../../../shared/app/later.js';
 import type { AgentNode } from '../../../shared/app/worker-ports.js';
 import { command, fakeBackend, fakeCommandSource, fakeResults, fakeWorkerStore } from './fakes.js';
 
@@ -25,7 +26,7 @@ const execution = (executionId: string, status: StepExecution['status']): StepEx
   secretsUsed: [],
 });
 
-function worker(agent?: AgentNode) {
+function worker(agent?: AgentNode, extra: Partial<WorkerOptions> = {}) {
   const commands = fakeCommandSource();
   const registry = fakeWorkerStore();
   const { results, reported } = fakeResults();
@@ -65,6 +66,7 @@ function worker(agent?: AgentNode) {
     ],
     secrets: { get: () => Promise.reject(new Error('no secrets here')) },
     log: () => undefined,
+    ...extra,
   });
   return { w, commands, registry, reported, recovered };
 }
@@ -97,6 +99,37 @@ describe('the worker loop', () => {
     expect(commands.deleted).toEqual(['run-1.a']);
     expect(registry.statuses).toEqual(['deregistered']);
     expect(w.completed).toBe(1);
+  });
+
+  it("takes its next command while the last one's delete is still on its way, and waits for it before deregistering", async () => {
+    const failures: string[] = [];
+    const later = new Later((what, error) => failures.push(`${what}: ${error.message}`));
+    const { w, commands, registry, reported } = worker(undefined, { later });
+    let letDeletesThrough: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (letDeletesThrough = resolve));
+    const deleteNow = commands.source.delete;
+    commands.source.delete = async (c) => {
+      await gate;
+      await deleteNow(c);
+    };
+    const running = w.run();
+    commands.push(nap('run-1.a'));
+    commands.push(nap('run-1.b'));
+    await vi.advanceTimersByTimeAsync(10_100);
+    // The first step ended and its delete waits; the second has started all the same.
+    expect(reported.filter((r) => r.kind === 'started')).toHaveLength(2);
+    expect(commands.deleted).toEqual([]);
+    expect(later.size).toBe(1);
+
+    const stopping = w.stop();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(registry.statuses).toEqual([]);
+    letDeletesThrough();
+    await stopping;
+    await running;
+    expect(commands.deleted).toEqual(['run-1.a', 'run-1.b']);
+    expect(registry.statuses).toEqual(['deregistered']);
+    expect(failures).toEqual([]);
   });
 
   it('hands a command received while it starts draining straight back, unrun', async () => {

@@ -1,0 +1,31 @@
+/**
+ * Work a caller starts and lets finish on its own while it goes on (a worker resuming the
+ * interpreter and deleting a command while it takes its next one). A failure is reported, never
+ * thrown at whoever goes on; `settled` waits for everything started so far, as a drain must.
+ */
+export class Later {
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(private readonly onError: (what: string, error: Error) => void) {}
+
+  /** Lets `work` finish on its own; `what` names it when it fails. */
+  run(what: string, work: Promise<unknown>): void {
+    const tracked: Promise<void> = work
+      .then(
+        () => undefined,
+        (error: unknown) => this.onError(what, error instanceof Error ? error : new Error(String(error))),
+      )
+      .finally(() => this.pending.delete(tracked));
+    this.pending.add(tracked);
+  }
+
+  /** How much is still running. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Resolves once everything started so far (and what that started) has finished. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+}
