@@ -30,6 +30,9 @@ const batchResponse = z
   .partial()
   .nullish();
 
+/** How often at most the checkpoint file is written while records flow. */
+const CHECKPOINT_EVERY_MS = 500;
+
 interface ShardReader {
   iterator: string | undefined;
   closed: boolean;
@@ -46,6 +49,7 @@ export class StreamMapping {
   private readonly readers = new Map<string, ShardReader>();
   private checkpoints: Record<string, string> = {};
   private running = false;
+  private saving?: NodeJS.Timeout;
   private loop?: Promise<void>;
   /** Records delivered, for the health endpoint and tests. */
   delivered = 0;
@@ -71,6 +75,7 @@ export class StreamMapping {
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
+    if (this.saving) this.writeCheckpoints();
     this.streams.destroy();
     this.dynamo.destroy();
   }
@@ -173,7 +178,19 @@ export class StreamMapping {
       this.options.log?.(`stream mapping: gave up on ${pending.length} record(s) after ${attempts} retries`);
   }
 
+  /**
+   * Writes the checkpoints at most every `CHECKPOINT_EVERY_MS` (and at stop), not after every
+   * batch: the write blocks the process. A crash delivers the batches since again, as a mapping in
+   * AWS may; every consumer is idempotent.
+   */
   private saveCheckpoints(): void {
+    if (!this.options.checkpointFile || this.saving) return;
+    this.saving = setTimeout(() => this.writeCheckpoints(), CHECKPOINT_EVERY_MS);
+  }
+
+  private writeCheckpoints(): void {
+    clearTimeout(this.saving);
+    this.saving = undefined;
     const file = this.options.checkpointFile;
     if (!file) return;
     mkdirSync(dirname(file), { recursive: true });
