@@ -412,8 +412,7 @@ export function makeStepResults(deps: StepResultDeps) {
         if (full) await deps.fanout.complete(cmd.runId, ref);
         return;
       }
-      const resuming =
-        completes && cmd.taskToken ? resume(cmd, cmd.taskToken, counted) : claimAndResume(cmd);
+      const resuming = completes && cmd.taskToken ? resume(cmd, cmd.taskToken, counted) : claimAndResume(cmd);
       if (deps.later) deps.later.run('resume', resuming);
       else await resuming;
     },
