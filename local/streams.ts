@@ -185,7 +185,14 @@ export class StreamMapping {
    */
   private saveCheckpoints(): void {
     if (!this.options.checkpointFile || this.saving) return;
-    this.saving = setTimeout(() => this.writeCheckpoints(), CHECKPOINT_EVERY_MS);
+    this.saving = setTimeout(() => {
+      try {
+        this.writeCheckpoints();
+      } catch (error) {
+        // Kept in memory: the next batch tries again.
+        this.options.log?.(`stream mapping: checkpoint not written (${(error as Error).message})`);
+      }
+    }, CHECKPOINT_EVERY_MS);
   }
 
   private writeCheckpoints(): void {

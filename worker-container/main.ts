@@ -81,7 +81,7 @@ async function main(): Promise<void> {
     inventory: makeDynamoInventoryStore(documentClient, CAPSTAN_STATE_TABLE, { clock: systemClock, heartbeatMs }),
   });
   // A result's resume and a command's delete finish while the worker takes its next command.
-  const later = new Later((what, error) => logger.warn(`${what} failed`, { error: error.message }));
+  const later = new Later((what, error) => logger.warn(`${what} failed`, withContextFields({ error: error.message })));
   const results = makeStepResults({ runs, callbacks, clock: systemClock, fanout, later });
   const groups = env.CAPSTAN_WORKER_GROUPS.split(',')
     .map((g) => g.trim())
@@ -115,7 +115,12 @@ async function main(): Promise<void> {
     if (stops > 1) {
       // A second signal: give up the current step now and release its lease for the reconciler.
       logger.warn('stopping at once', { reason });
-      void worker.abort().finally(() => process.exit(1));
+      // Steps that ended already still resume the interpreter, for a second at most.
+      const brief = new Promise((resolve) => setTimeout(resolve, 1000).unref());
+      void worker
+        .abort()
+        .then(() => Promise.race([later.settled(), brief]))
+        .finally(() => process.exit(1));
       return;
     }
     logger.info('draining', { reason, busy: worker.busy });

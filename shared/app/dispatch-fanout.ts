@@ -254,8 +254,10 @@ export function makeFanoutDispatch(deps: FanoutDispatchDeps) {
     taskToken: string,
   ): Promise<void> {
     const { runId } = ref;
-    await deps.runs.setAggregateToken(runId, ref.stepKind, ref.stepId, ref.attempt, taskToken);
-    if (aggregate.completed) {
+    // As the token write left it: a completion that came in since resumed the old task, which is gone.
+    const current =
+      (await deps.runs.setAggregateToken(runId, ref.stepKind, ref.stepId, ref.attempt, taskToken)) ?? aggregate;
+    if (current.completed) {
       await deps.callbacks.succeed(taskToken, { stepId: ref.stepId, attempt: ref.attempt, reattached: true });
       return;
     }

@@ -162,9 +162,10 @@ export function makeDispatch(deps: DispatchDeps) {
         }
     }
     // What this dispatch wrote needs no reading back; a re-attach reads what the first one wrote.
-    const aggregate = fresh?.aggregate ?? existing ?? (await deps.runs.aggregate(runId, kind, step.id, attempt));
+    // A re-attach reads the aggregate as its new token left it: a result that completed it before the
+    // token was written resumed the old task, which is gone, so this one resumes at once.
+    const aggregate = fresh?.aggregate ?? (await deps.runs.setAggregateToken(runId, kind, step.id, attempt, taskToken));
     if (!aggregate) throw new Error(`aggregate for ${step.id} attempt ${attempt} is missing`);
-    if (!fresh) await deps.runs.setAggregateToken(runId, kind, step.id, attempt, taskToken);
     if (aggregate.completed) {
       await deps.callbacks.succeed(taskToken, { stepId: step.id, attempt, reattached: true });
       return;

@@ -13,7 +13,13 @@ export class Later {
     const tracked: Promise<void> = work
       .then(
         () => undefined,
-        (error: unknown) => this.onError(what, error instanceof Error ? error : new Error(String(error))),
+        (error: unknown) => {
+          try {
+            this.onError(what, error instanceof Error ? error : new Error(String(error)));
+          } catch {
+            // Reporting failed too: nothing more can be done about it, and it must not stop the caller.
+          }
+        },
       )
       .finally(() => this.pending.delete(tracked));
     this.pending.add(tracked);

@@ -164,6 +164,42 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       expect((await runs.execution(run.runId, execution.executionId))?.status).toBe('running');
     });
 
+    it("chains again when the held head's hash is not the run's, and appends nothing in another tenant", async () => {
+      const { runs } = stores();
+      const { run } = await dispatched(runs);
+      const held = await runs.load(run.runId);
+      if (!held) throw new Error('no run');
+      const forged = { seq: held.head.seq, hash: 'f'.repeat(64) };
+      await runs.append(run, { events: [event('step.output', { text: 'a' })] }, forged);
+      expect(verifyChain(await runs.events(run.runId, 0, 10)).valid).toBe(true);
+      await expect(
+        runs.append({ ...run, tenantId: 'someone-else' }, { events: [event('step.output', { text: 'b' })] }),
+      ).rejects.toThrow(/does not exist in tenant someone-else/);
+      expect((await runs.events(run.runId, 0, 10)).map((e) => e.payload.text)).toEqual([undefined, undefined, 'a']);
+    });
+
+    it('completes a one-execution aggregate with the count of its result, and refuses that on a larger one', async () => {
+      const { runs } = stores();
+      const { run } = await dispatched(runs);
+      await runs.mutate(run.runId, () => ({
+        events: [event('step.dispatched')],
+        writes: [writes.putAggregate(run.runId, { ...aggregate, stepId: 'two', total: 2 })],
+      }));
+      await expect(
+        runs.mutate(run.runId, () => ({
+          events: [event('step.succeeded')],
+          writes: [writes.countResult(run.runId, 'step', 'two', 1, true, true)],
+        })),
+      ).rejects.toBeInstanceOf(StaleWriteError);
+      await runs.mutate(run.runId, () => ({
+        events: [event('step.succeeded')],
+        writes: [writes.countResult(run.runId, 'step', 'one', 1, false, true)],
+      }));
+      expect(await runs.aggregate(run.runId, 'step', 'one', 1)).toMatchObject({ done: 1, failed: 1, completed: true });
+      expect(await runs.claimCompletion(run.runId, 'step', 'one', 1)).toBeUndefined();
+      expect(await runs.aggregate(run.runId, 'step', 'two', 1)).toMatchObject({ done: 0, completed: false });
+    });
+
     it('appends nothing and throws a StaleWriteError when a write of the append no longer applies', async () => {
       const { runs } = stores();
       const { run, execution } = await dispatched(runs);

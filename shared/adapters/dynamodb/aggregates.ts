@@ -34,14 +34,19 @@ export function makeAggregates(client: DynamoDBDocumentClient, state: string): A
     },
 
     async setAggregateToken(runId, kind, stepId, attempt, taskToken) {
-      await client.send(
-        new UpdateCommand({
-          TableName: state,
-          Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
-          UpdateExpression: 'SET taskToken = :t',
-          ExpressionAttributeValues: { ':t': taskToken },
-        }),
-      );
+      return conditionally(async () => {
+        const { Attributes } = await client.send(
+          new UpdateCommand({
+            TableName: state,
+            Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
+            UpdateExpression: 'SET taskToken = :t',
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeValues: { ':t': taskToken },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return aggregateSchema.parse(Attributes);
+      }, undefined);
     },
 
     async claimCompletion(runId, kind, stepId, attempt) {

@@ -25,6 +25,13 @@ const runItemSchema = z.object({
   rev: z.number().int().optional(),
 });
 
+/** The chain head and the run's tenant, as `append` reads them. */
+const headItemSchema = z.object({
+  chainSeq: z.number().int().min(0),
+  chainHash: z.string(),
+  run: z.object({ tenantId: z.string() }),
+});
+
 /** Revisions of the records this store read or wrote, so a held record is checked against the one it came from. */
 const revisions = new WeakMap<RunRecord, number | undefined>();
 
@@ -64,19 +71,21 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
     return Item ? recordOf(Item) : undefined;
   }
 
-  /** Where the run's event chain stands (the run entity left out). */
-  async function chainHead(runId: string): Promise<ChainHead> {
+  /** Where the run's event chain stands (the rest of the run left out); only in the run's own tenant. */
+  async function chainHead(run: { readonly runId: string; readonly tenantId: string }): Promise<ChainHead> {
     const { Item } = await client.send(
       new GetCommand({
         TableName: state,
-        Key: { pk: runKey(runId), sk: META },
-        ProjectionExpression: 'chainSeq, chainHash',
+        Key: { pk: runKey(run.runId), sk: META },
+        ProjectionExpression: 'chainSeq, chainHash, #run.tenantId',
+        ExpressionAttributeNames: { '#run': 'run' },
         ConsistentRead: true,
       }),
     );
-    if (!Item) throw new Error(`run ${runId} does not exist`);
-    const { chainSeq, chainHash } = runItemSchema.pick({ chainSeq: true, chainHash: true }).parse(Item);
-    return { seq: chainSeq, hash: chainHash };
+    const parsed = headItemSchema.safeParse(Item);
+    if (!parsed.success || parsed.data.run.tenantId !== run.tenantId)
+      throw new Error(`run ${run.runId} does not exist in tenant ${run.tenantId}`);
+    return { seq: parsed.data.chainSeq, hash: parsed.data.chainHash };
   }
 
   const eventPuts = (list: readonly RunEvent[]): TransactItem[] =>
@@ -162,7 +171,7 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
     async append(run, change, known) {
       let head = known;
       for (let attempt = 0; attempt < 20; attempt++) {
-        head ??= await chainHead(run.runId);
+        head ??= await chainHead(run);
         const { events: chained, head: next } = chainEvents(head, run, change.events);
         const items: TransactItem[] = [
           {
@@ -171,8 +180,16 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
               Key: { pk: runKey(run.runId), sk: META },
               // The run entity is left as it is; `rev` moves so a writer holding the run decides again.
               UpdateExpression: 'SET chainSeq = :seq, chainHash = :hash ADD rev :one',
-              ConditionExpression: 'chainSeq = :expected',
-              ExpressionAttributeValues: { ':seq': next.seq, ':hash': next.hash, ':one': 1, ':expected': head.seq },
+              ConditionExpression: 'chainSeq = :expected AND chainHash = :prev AND #run.tenantId = :tenant',
+              ExpressionAttributeNames: { '#run': 'run' },
+              ExpressionAttributeValues: {
+                ':seq': next.seq,
+                ':hash': next.hash,
+                ':one': 1,
+                ':expected': head.seq,
+                ':prev': head.hash,
+                ':tenant': run.tenantId,
+              },
             },
           },
           ...eventPuts(chained),

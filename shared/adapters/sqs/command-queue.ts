@@ -183,7 +183,13 @@ export function makeSqsCommandQueue(
       const rejected: RejectedCommand[] = [];
       const byQueue = new Map<string, { nodeId?: string; entries: Entry[] }>();
       for (const command of commands) {
-        const body = queueSafeJson(command);
+        let body = queueSafeJson(command);
+        // A command just under the limit goes without the task token and chain head it may carry:
+        // they only save its worker reads (the result then claims the completion).
+        if (Buffer.byteLength(body) > MAX_COMMAND_BYTES && (command.taskToken ?? command.chainHead)) {
+          const { taskToken: _token, chainHead: _head, ...plain } = command;
+          body = queueSafeJson(plain);
+        }
         const bytes = Buffer.byteLength(body);
         if (bytes > MAX_COMMAND_BYTES) {
           rejected.push({

@@ -131,8 +131,17 @@ export interface StepExecutions {
 export interface Aggregates {
   aggregates(runId: string): Promise<Aggregate[]>;
   aggregate(runId: string, kind: string, stepId: string, attempt: number): Promise<Aggregate | undefined>;
-  /** Gives an aggregate the token of the task now waiting for it (after a re-dispatch). */
-  setAggregateToken(runId: string, kind: string, stepId: string, attempt: number, taskToken: string): Promise<void>;
+  /**
+   * Gives an aggregate the token of the task now waiting for it; resolves the aggregate as that
+   * left it, so a completion that came in meanwhile is seen (undefined when there is none).
+   */
+  setAggregateToken(
+    runId: string,
+    kind: string,
+    stepId: string,
+    attempt: number,
+    taskToken: string,
+  ): Promise<Aggregate | undefined>;
   /** Marks a full aggregate complete; exactly one caller gets it back, with the token to resume. */
   claimCompletion(runId: string, kind: string, stepId: string, attempt: number): Promise<Aggregate | undefined>;
 }

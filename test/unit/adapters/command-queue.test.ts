@@ -84,6 +84,21 @@ describe('the SQS command queue', () => {
     expect(bodies(0)).toHaveLength(1);
   });
 
+  it('sends a command just under the limit without the task token and chain head that would take it over', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    const near = {
+      ...command('near', 'x'.repeat(256 * 1024 - 600)),
+      taskToken: 't'.repeat(1000),
+      chainHead: { seq: 2, hash: 'h' },
+    };
+    const rejected = await queue().send('dev-flex', [near]);
+    expect(rejected).toEqual([]);
+    const [sent] = bodies(0).map((b) => JSON.parse(b) as StepCommand);
+    expect(sent).toMatchObject({ executionId: 'near' });
+    expect(sent?.taskToken).toBeUndefined();
+    expect(sent?.chainHead).toBeUndefined();
+  });
+
   it('finds the entry at fault when the queue refuses the whole batch', async () => {
     sqs
       .on(SendMessageBatchCommand)

@@ -332,6 +332,24 @@ describe('step results', () => {
     expect(callbacks.succeeded.map((c) => c.taskToken)).toEqual(['token-1']);
   });
 
+  it('resumes a re-attached task at once when the step completed before its token was written', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    const decision = dispatchOf(await planNext(runId));
+    await dispatch(runId, decision, 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    const results = makeStepResults({ runs, callbacks, clock });
+    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+    await results.started(command, 'w');
+    callbacks.gone.add('token-1');
+    await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+    expect(callbacks.succeeded).toEqual([]);
+    await dispatch(runId, decision, 'token-2');
+    expect(callbacks.succeeded).toEqual([
+      { taskToken: 'token-2', output: expect.objectContaining({ reattached: true }) },
+    ]);
+  });
+
   it("resumes with the aggregate's token when the command's is gone (the Dispatch re-attached since)", async () => {
     const { runId, command, results } = await startedStep();
     const { planNext, dispatch } = interpreter();

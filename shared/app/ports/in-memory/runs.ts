@@ -331,13 +331,16 @@ export function makeInMemoryStores(): {
       for (let attempt = 0; attempt < 20; attempt++) {
         if (!head) {
           count('get');
-          head = runs.get(run.runId)?.record.head;
-          if (!head) throw new Error(`run ${run.runId} does not exist`);
+          const found = runs.get(run.runId)?.record;
+          if (found?.run.tenantId !== run.tenantId)
+            throw new Error(`run ${run.runId} does not exist in tenant ${run.tenantId}`);
+          head = found.head;
         }
         count('transact');
         const stored = runs.get(run.runId);
         if (!stored) throw new Error(`run ${run.runId} does not exist`);
-        if (stored.record.head.seq !== head.seq) {
+        const { head: at, run: current } = stored.record;
+        if (at.seq !== head.seq || at.hash !== head.hash || current.tenantId !== run.tenantId) {
           head = undefined;
           continue;
         }
@@ -475,7 +478,9 @@ export function makeInMemoryStores(): {
       count('update');
       const id = aggregateId(runId, kind, stepId, attempt);
       const found = aggregates.get(id);
-      if (found) aggregates.set(id, { ...found, taskToken });
+      if (!found) return undefined;
+      aggregates.set(id, { ...found, taskToken });
+      return clone({ ...found, taskToken });
     },
 
     async claimCompletion(runId, kind, stepId, attempt) {
