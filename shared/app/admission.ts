@@ -136,8 +136,8 @@ export function makeAdmission(deps: AdmissionDeps) {
     pass: BackpressurePass | undefined = deps.backpressure?.pass(),
   ): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
     const now = deps.clock.now();
-    const controls = await readControls(deps.admission, run.tenantId);
-    const backlog = await pass?.backlogOf(run);
+    // The tenant's controls and the profile queue's backlog are read side by side.
+    const [controls, backlog] = await Promise.all([readControls(deps.admission, run.tenantId), pass?.backlogOf(run)]);
     const plan = planAdmission(
       {
         runId: run.runId,
