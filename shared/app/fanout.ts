@@ -14,6 +14,7 @@ import { commandFor, executionIdOf, ONCE } from '../domain/step-command.js';
 import { draft } from './drafts.js';
 import { runbookOf } from './runs.js';
 import { endUnsent } from './unsent.js';
+import { claimAndResume } from './completion.js';
 
 export interface FanoutDeps {
   readonly runs: RunStore;
@@ -243,15 +244,7 @@ export function makeFanout(deps: FanoutDeps) {
   async function complete(runId: string, ref: AggregateRef): Promise<void> {
     // Every target's events enter the chain before the interpreter records what follows them.
     await deps.runs.sequence(runId);
-    const completed = await deps.runs.claimCompletion(runId, ref.stepKind, ref.stepId, ref.attempt);
-    if (completed)
-      await deps.callbacks.succeed(completed.taskToken, {
-        stepId: ref.stepId,
-        kind: ref.stepKind,
-        attempt: ref.attempt,
-        succeeded: completed.succeeded,
-        failed: completed.failed,
-      });
+    await claimAndResume(deps, { runId, kind: ref.stepKind, stepId: ref.stepId, attempt: ref.attempt });
   }
 
   return { release, complete, send, runbookFor };

@@ -17,6 +17,7 @@ import { makeFanout } from './fanout.js';
 import { makeRepairStalled } from './stalled-dispatch.js';
 import type { RunEvent } from '../domain/events.js';
 import type { Admitted } from './admission.js';
+import { claimAndResume, completionOutput } from './completion.js';
 
 /** The interpreter as the reconciler sees it. */
 export interface InterpreterControl {
@@ -133,19 +134,6 @@ export function makeReconcile(deps: ReconcilerDeps) {
     });
   }
 
-  async function resumeIfComplete(runId: string, kind: string, stepId: string, attempt: number): Promise<boolean> {
-    const completed = await runs.claimCompletion(runId, kind, stepId, attempt);
-    if (!completed) return false;
-    await deps.callbacks.succeed(completed.taskToken, {
-      stepId,
-      kind,
-      attempt,
-      succeeded: completed.succeeded,
-      failed: completed.failed,
-    });
-    return true;
-  }
-
   /** Where the next sweep goes on in the active runs, when the last one stopped at a full page. */
   let resumeAfter: Pick<Run, 'createdAt' | 'runId'> | undefined;
 
@@ -183,7 +171,7 @@ export function makeReconcile(deps: ReconcilerDeps) {
     const aggregates = await runs.aggregates(runId);
     for (const aggregate of aggregates) {
       if (aggregate.completed || aggregate.done < aggregate.total) continue;
-      if (await resumeIfComplete(runId, aggregate.kind, aggregate.stepId, aggregate.attempt)) {
+      if (await claimAndResume({ runs, callbacks: deps.callbacks }, { runId, ...aggregate })) {
         summary.statesFixed++;
         deps.log('completed aggregate resumed', { runId, stepId: aggregate.stepId, attempt: aggregate.attempt });
       }
@@ -231,13 +219,7 @@ export function makeReconcile(deps: ReconcilerDeps) {
       (a) => a.completed && a.kind === kind && a.stepId === last.stepId && a.attempt === attempt,
     );
     if (!aggregate) return;
-    await deps.callbacks.succeed(aggregate.taskToken, {
-      stepId: aggregate.stepId,
-      kind: aggregate.kind,
-      attempt: aggregate.attempt,
-      succeeded: aggregate.succeeded,
-      failed: aggregate.failed,
-    });
+    await deps.callbacks.succeed(aggregate.taskToken, completionOutput({ runId, ...aggregate }, aggregate));
     summary.statesFixed++;
     deps.log('lost resume sent again', { runId, stepId: aggregate.stepId, attempt: aggregate.attempt });
   }

@@ -8,6 +8,7 @@ import { type LostVerdict, lostExecutionVerdict } from '../domain/recovery.js';
 import { runStateMachine } from '../domain/statuses.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
 import { draft } from './drafts.js';
+import { claimAndResume } from './completion.js';
 
 export interface RecoveryDeps {
   readonly runs: RunStore;
@@ -95,15 +96,7 @@ export function makeRecoverLost(deps: RecoveryDeps) {
         throw err;
       });
     if (!committed) return undefined;
-    const completed = await runs.claimCompletion(lost.runId, lost.kind, lost.stepId, lost.attempt);
-    if (completed)
-      await deps.callbacks.succeed(completed.taskToken, {
-        stepId: lost.stepId,
-        kind: lost.kind,
-        attempt: lost.attempt,
-        succeeded: completed.succeeded,
-        failed: completed.failed,
-      });
+    await claimAndResume({ runs, callbacks: deps.callbacks }, lost);
     return verdict;
   };
 }

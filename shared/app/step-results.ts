@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LeaseOutcome, RunChange, RunRecord, RunStore } from './ports/runs.js';
+import type { LeaseOutcome, RunChange, RunStore } from './ports/runs.js';
 import { StaleWriteError } from '../domain/errors.js';
 import { laneEvents, type LaneMark } from '../domain/inbox.js';
 import { makeSequencer } from './inbox-sequencer.js';
@@ -15,6 +15,7 @@ import { newExecution, type Fanout } from './fanout.js';
 import { countsInto } from './unsent.js';
 import { pipelineNext, unitOf } from '../domain/fanout.js';
 import type { Later } from './later.js';
+import { claimAndResume, completionOutput } from './completion.js';
 
 export interface StepResultDeps {
   readonly runs: RunStore;
@@ -102,11 +103,11 @@ export function makeStepResults(deps: StepResultDeps) {
   const { runs } = deps;
   /**
    * What this writer last committed for each execution it holds the lease of, and the run's chain
-   * head as that commit left it (or, for a fan-out target, the run as last read): the next record
-   * starts from them instead of reading them back. The lease guards the execution and the chain
-   * head's condition the log, so a stale copy costs a retry, not a lost write.
+   * head as that commit left it (a fan-out target stages its events and holds no head): the next
+   * record starts from them instead of reading them back. The lease guards the execution and the
+   * chain head's condition the log, so a stale copy costs a retry, not a lost write.
    */
-  const held = new Map<string, { execution: StepExecution; run?: RunRecord; head?: ChainHead }>();
+  const held = new Map<string, { execution: StepExecution; head?: ChainHead }>();
 
   async function current(cmd: StepCommand): Promise<StepExecution> {
     const known = held.get(cmd.executionId)?.execution;
@@ -143,7 +144,7 @@ export function makeStepResults(deps: StepResultDeps) {
       try {
         if (fannedOut(cmd)) {
           await stage(cmd, body);
-          held.set(cmd.executionId, { execution: next, run: held.get(cmd.executionId)?.run });
+          held.set(cmd.executionId, { execution: next });
           return;
         }
         // A worker's records leave the run entity as it is: they only append, on the head the
@@ -161,7 +162,7 @@ export function makeStepResults(deps: StepResultDeps) {
   /** Where a pipeline's target goes after this sub-step, with the runbook that says so. */
   async function pipelineStep(cmd: StepCommand, result: Outcome) {
     const fanout = deps.fanout;
-    const record = held.get(cmd.executionId)?.run ?? (await runs.load(cmd.runId));
+    const record = await runs.load(cmd.runId);
     if (!fanout || !record || !cmd.pipeline) return undefined;
     const runbook = await fanout.runbookFor(record.run);
     const phase = unitOf(runbook, cmd.stepId)?.phase;
@@ -208,29 +209,10 @@ export function makeStepResults(deps: StepResultDeps) {
    * the step's aggregate. Losing this resume costs the reconciler's lost-resume rule, not the run.
    */
   async function resume(cmd: StepCommand, taskToken: string, succeeded: boolean): Promise<void> {
-    const output = {
-      stepId: cmd.stepId,
-      kind: cmd.kind,
-      attempt: cmd.attempt,
-      succeeded: succeeded ? 1 : 0,
-      failed: succeeded ? 0 : 1,
-    };
+    const output = completionOutput(cmd, { succeeded: succeeded ? 1 : 0, failed: succeeded ? 0 : 1 });
     if (await deps.callbacks.succeed(taskToken, output)) return;
     const aggregate = await runs.aggregate(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);
     if (aggregate && aggregate.taskToken !== taskToken) await deps.callbacks.succeed(aggregate.taskToken, output);
-  }
-
-  /** Claims the completion of a step this result may have completed and resumes the interpreter if it did. */
-  async function claimAndResume(cmd: StepCommand): Promise<void> {
-    const completed = await runs.claimCompletion(cmd.runId, cmd.kind, cmd.stepId, cmd.attempt);
-    if (completed)
-      await deps.callbacks.succeed(completed.taskToken, {
-        stepId: cmd.stepId,
-        kind: cmd.kind,
-        attempt: cmd.attempt,
-        succeeded: completed.succeeded,
-        failed: completed.failed,
-      });
   }
 
   return {
@@ -401,7 +383,7 @@ export function makeStepResults(deps: StepResultDeps) {
       });
       // The execution has ended: nothing more is recorded about it.
       // A staged result leaves no fresher run than the one the pipeline's next step was decided on.
-      const after = held.get(cmd.executionId)?.run ?? pipeline?.record;
+      const after = pipeline?.record;
       held.delete(cmd.executionId);
       lanes.delete(cmd.executionId);
       if (next && pipeline && after) await deps.fanout?.send(after, pipeline.runbook, [next]);
@@ -412,7 +394,7 @@ export function makeStepResults(deps: StepResultDeps) {
         if (full) await deps.fanout.complete(cmd.runId, ref);
         return;
       }
-      const resuming = completes && cmd.taskToken ? resume(cmd, cmd.taskToken, counted) : claimAndResume(cmd);
+      const resuming = completes && cmd.taskToken ? resume(cmd, cmd.taskToken, counted) : claimAndResume(deps, cmd);
       if (deps.later) deps.later.run('resume', resuming);
       else await resuming;
     },

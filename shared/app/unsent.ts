@@ -5,6 +5,7 @@ import type { ErrorInfo, StepExecution } from '../domain/entities.js';
 import { draft } from './drafts.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
 import type { Clock } from './ports.js';
+import { claimAndResume } from './completion.js';
 
 export interface UnsentDeps {
   readonly runs: RunStore;
@@ -79,15 +80,7 @@ export async function endUnsent(
           }));
           ended += chunk.length;
         }
-        const completed = await deps.runs.claimCompletion(runId, first.kind, first.stepId, first.attempt);
-        if (completed)
-          await deps.callbacks.succeed(completed.taskToken, {
-            stepId: first.stepId,
-            kind: first.kind,
-            attempt: first.attempt,
-            succeeded: completed.succeeded,
-            failed: completed.failed,
-          });
+        await claimAndResume(deps, { runId, kind: first.kind, stepId: first.stepId, attempt: first.attempt });
       }
       break;
     } catch (error) {

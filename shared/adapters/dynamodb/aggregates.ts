@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Aggregates } from '../../app/ports/runs.js';
 import { aggregateSchema } from '../../domain/step-records.js';
 import { conditionally } from './conditional.js';
@@ -7,6 +7,29 @@ import { queryPages } from './paginate.js';
 
 /** Step aggregates in their run's partition; counts into them are write intents of a run change. */
 export function makeAggregates(client: DynamoDBDocumentClient, state: string): Aggregates {
+  /** One conditional update of an aggregate: the aggregate as it left it, or undefined when refused. */
+  const update = (
+    runId: string,
+    kind: string,
+    stepId: string,
+    attempt: number,
+    expression: Pick<
+      UpdateCommandInput,
+      'UpdateExpression' | 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
+    >,
+  ) =>
+    conditionally(async () => {
+      const { Attributes } = await client.send(
+        new UpdateCommand({
+          TableName: state,
+          Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
+          ...expression,
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return aggregateSchema.parse(Attributes);
+    }, undefined);
+
   return {
     async aggregates(runId) {
       const { items } = await queryPages(
@@ -33,37 +56,19 @@ export function makeAggregates(client: DynamoDBDocumentClient, state: string): A
       return Item ? aggregateSchema.parse(Item) : undefined;
     },
 
-    async setAggregateToken(runId, kind, stepId, attempt, taskToken) {
-      return conditionally(async () => {
-        const { Attributes } = await client.send(
-          new UpdateCommand({
-            TableName: state,
-            Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
-            UpdateExpression: 'SET taskToken = :t',
-            ConditionExpression: 'attribute_exists(pk)',
-            ExpressionAttributeValues: { ':t': taskToken },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        return aggregateSchema.parse(Attributes);
-      }, undefined);
-    },
+    setAggregateToken: (runId, kind, stepId, attempt, taskToken) =>
+      update(runId, kind, stepId, attempt, {
+        UpdateExpression: 'SET taskToken = :t',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':t': taskToken },
+      }),
 
-    async claimCompletion(runId, kind, stepId, attempt) {
-      return conditionally(async () => {
-        const { Attributes } = await client.send(
-          new UpdateCommand({
-            TableName: state,
-            Key: { pk: runKey(runId), sk: aggregateSk(kind, stepId, attempt) },
-            UpdateExpression: 'SET #completed = :true',
-            ConditionExpression: '#completed = :false AND #done = #total',
-            ExpressionAttributeNames: { '#completed': 'completed', '#done': 'done', '#total': 'total' },
-            ExpressionAttributeValues: { ':true': true, ':false': false },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        return aggregateSchema.parse(Attributes);
-      }, undefined);
-    },
+    claimCompletion: (runId, kind, stepId, attempt) =>
+      update(runId, kind, stepId, attempt, {
+        UpdateExpression: 'SET #completed = :true',
+        ConditionExpression: '#completed = :false AND #done = #total',
+        ExpressionAttributeNames: { '#completed': 'completed', '#done': 'done', '#total': 'total' },
+        ExpressionAttributeValues: { ':true': true, ':false': false },
+      }),
   };
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { releasesOnEnd } from '../../app/ports/admission.js';
 import type { RunLog, RunRecord } from '../../app/ports/runs.js';
 import { runSchema } from '../../domain/entities.js';
-import { ConflictError, StaleWriteError } from '../../domain/errors.js';
+import { ConflictError } from '../../domain/errors.js';
 import { type ChainHead, chainEvents, EMPTY_CHAIN, type RunEvent, runEventSchema } from '../../domain/events.js';
 import { TicketBusyError } from '../../domain/intake/ticket.js';
 import { runStateMachine } from '../../domain/statuses.js';
@@ -13,7 +13,7 @@ import { makeInbox } from './inbox.js';
 import { idempotencyKey, indexes, META, runKey, runsListKey } from './keys.js';
 import { queryPages } from './paginate.js';
 import { activeTicketRun, listTicketRuns, ticketClaimItems, ticketReleaseItem } from './ticket-items.js';
-import { cancellationCodes, type TransactItem, transactItemOf } from './transaction.js';
+import { cancellationCodes, headMovedOrThrow, type TransactItem, transactItemOf } from './transaction.js';
 
 const runItemSchema = z.object({
   run: runSchema,
@@ -153,14 +153,8 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
           recordRunCommit(record.run, run, change.writes ?? [], environment);
           return { record: committed, events: chained };
         } catch (error) {
-          const codes = cancellationCodes(error);
-          if (!codes) throw error;
           // The run moved (another writer changed it first): decide again on fresh state.
-          const headMoved = codes[0] === 'ConditionalCheckFailed' || codes.includes('TransactionConflict');
-          if (!headMoved) {
-            if (codes.includes('ConditionalCheckFailed')) throw new StaleWriteError(codes);
-            throw error;
-          }
+          headMovedOrThrow(error);
           // A held record that was stale is not contention: read again at once.
           if (attempt > 0 || !known) await new Promise((r) => setTimeout(r, Math.random() * 20 * (attempt + 1)));
         }
@@ -199,13 +193,7 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
           await client.send(new TransactWriteCommand({ TransactItems: items }));
           return { head: next, events: chained };
         } catch (error) {
-          const codes = cancellationCodes(error);
-          if (!codes) throw error;
-          const headMoved = codes[0] === 'ConditionalCheckFailed' || codes.includes('TransactionConflict');
-          if (!headMoved) {
-            if (codes.includes('ConditionalCheckFailed')) throw new StaleWriteError(codes);
-            throw error;
-          }
+          headMovedOrThrow(error);
           // Chain again on the head as it now stands; backing off only when it keeps moving.
           if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
           head = undefined;

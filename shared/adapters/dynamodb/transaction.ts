@@ -2,6 +2,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { WriteIntent } from '../../app/ports/writes.js';
 import type { Approval } from '../../domain/entities.js';
+import { StaleWriteError } from '../../domain/errors.js';
 import { stepExecutionStateMachine } from '../../domain/statuses.js';
 import { admissionItemOf } from './admission-items.js';
 import { ticketActiveItem } from './ticket-items.js';
@@ -208,6 +209,19 @@ export function transactItemOf(table: string, intent: WriteIntent): TransactItem
       };
     }
   }
+}
+
+/**
+ * For a transaction whose first item is the run's head: true when it lost its race on the head
+ * (another writer moved the chain, or held one of the items), so deciding again is right. A write
+ * whose own condition failed throws `StaleWriteError`; any other error is thrown as it is.
+ */
+export function headMovedOrThrow(error: unknown): true {
+  const codes = cancellationCodes(error);
+  if (!codes) throw error;
+  if (codes[0] === 'ConditionalCheckFailed' || codes.includes('TransactionConflict')) return true;
+  if (codes.includes('ConditionalCheckFailed')) throw new StaleWriteError(codes);
+  throw error;
 }
 
 /** The cancellation codes of a refused transaction, one per item; undefined for any other error. */
