@@ -13,7 +13,14 @@ import { makeTicketQueue } from './ticket-queue.js';
 import { breakerCell, bucketCell, controlLogEntry, readControls } from './admission-controls.js';
 
 export type { BreakerChanged };
-import { type AdmissionStore, type AdmissionWrite, BACKLOG, backlogCell, waiterCell } from './ports/admission.js';
+import {
+  type AdmissionStore,
+  type AdmissionWrite,
+  BACKLOG,
+  backlogCell,
+  backlogMark,
+  waiterCell,
+} from './ports/admission.js';
 import type { RunStore } from './ports/runs.js';
 import type { Clock } from './ports.js';
 import type { RunStarter } from './ports/interpreter.js';
@@ -98,8 +105,11 @@ export function makeAdmission(deps: AdmissionDeps) {
   async function hold(run: Run, limit: LimitName, nextEligibleAt: string, source?: string): Promise<void> {
     deps.refused?.(limit, run.tenantId);
     const now = deps.clock.now().toISOString();
-    await deps.admission.markBacklog(run.tenantId, now);
-    await deps.runs.mutate(run.runId, (record) =>
+    // Noted before the backlog place is written, so a crash in between leaves the tenant noted;
+    // noted again once it is written, with a fresh mark: a pass that read the first note and found
+    // no place yet clears only that note, never the second.
+    await deps.admission.markBacklog(run.tenantId, backlogMark(now));
+    const held = await deps.runs.mutate(run.runId, (record) =>
       record.run.status !== 'queued' || record.run.admission
         ? undefined
         : {
@@ -123,6 +133,7 @@ export function makeAdmission(deps: AdmissionDeps) {
             ],
           },
     );
+    if (held) await deps.admission.markBacklog(run.tenantId, backlogMark(deps.clock.now().toISOString()));
   }
 
   /**
@@ -312,9 +323,9 @@ export function makeAdmission(deps: AdmissionDeps) {
     const noted = await deps.admission.backlogTenants();
     const tenants = only === undefined ? noted : noted.filter((t) => t.tenantId === only);
     const backlogs = new Map<string, Array<{ tenantId: string; runId: string; runbookId: string; source: string }>>();
-    for (const { tenantId, at } of tenants) {
+    for (const { tenantId, mark } of tenants) {
       const cells = await deps.admission.cells(tenantId, BACKLOG, 200);
-      if (cells.length === 0) await deps.admission.clearBacklog(tenantId, at);
+      if (cells.length === 0) await deps.admission.clearBacklog(tenantId, mark);
       else
         backlogs.set(
           tenantId,

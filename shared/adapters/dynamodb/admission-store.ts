@@ -44,9 +44,9 @@ export function makeDynamoAdmissionStore(client: DynamoDBDocumentClient, table: 
       }
     },
 
-    async markBacklog(tenantId, at) {
+    async markBacklog(tenantId, mark) {
       // A plain put, outside any transaction: many throttled runs note the same tenant at once.
-      await client.send(new PutCommand({ TableName: table, Item: { pk: BACKLOG_TENANTS, sk: tenantId, at } }));
+      await client.send(new PutCommand({ TableName: table, Item: { pk: BACKLOG_TENANTS, sk: tenantId, at: mark } }));
     },
 
     async backlogTenants() {
@@ -58,13 +58,13 @@ export function makeDynamoAdmissionStore(client: DynamoDBDocumentClient, table: 
           ExpressionAttributeValues: { ':pk': BACKLOG_TENANTS },
           ConsistentRead: true,
         },
-        (item) => ({ tenantId: String(item.sk), at: String(item.at) }),
+        (item) => ({ tenantId: String(item.sk), mark: String(item.at) }),
         { limit: 1_000 },
       );
       return items;
     },
 
-    async clearBacklog(tenantId, at) {
+    async clearBacklog(tenantId, mark) {
       try {
         await client.send(
           new DeleteCommand({
@@ -72,7 +72,7 @@ export function makeDynamoAdmissionStore(client: DynamoDBDocumentClient, table: 
             Key: { pk: BACKLOG_TENANTS, sk: tenantId },
             ConditionExpression: '#at = :at',
             ExpressionAttributeNames: { '#at': 'at' },
-            ExpressionAttributeValues: { ':at': at },
+            ExpressionAttributeValues: { ':at': mark },
           }),
         );
       } catch (error) {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Json } from '../../domain/canonical.js';
 import type { Run } from '../../domain/entities.js';
 import { PRIORITY_RANK } from '../../domain/admission/quotas.js';
@@ -42,6 +43,9 @@ export const LOG = 'log#';
 /** A throttled run's place in its tenant's backlog: priority first, then age. */
 export const backlogCell = (run: Pick<Run, 'priority' | 'createdAt' | 'runId'>) =>
   `${BACKLOG}${PRIORITY_RANK[run.priority]}#${run.createdAt}#${run.runId}`;
+/** A backlog note's mark: when it was taken, and a nonce, so two notes in one millisecond differ. */
+export const backlogMark = (at: string) => `${at}#${randomUUID()}`;
+
 export const waiterCell = (dependency: string, runId: string) => `${WAITER}${dependency}#${runId}`;
 
 /**
@@ -73,10 +77,10 @@ export interface AdmissionStore {
   cells(tenantId: string, prefix: string, limit?: number): Promise<Cell[]>;
   /** Commits admission writes alone, all or nothing (control changes with their log entry). */
   commit(writes: readonly AdmissionWrite[]): Promise<void>;
-  /** Notes that a tenant has backlog; the admitter visits noted tenants. */
-  markBacklog(tenantId: string, at: string): Promise<void>;
-  /** Tenants noted as having backlog, with when they were noted. */
-  backlogTenants(): Promise<Array<{ tenantId: string; at: string }>>;
-  /** Forgets a tenant's note if it was not renewed since `at`. */
-  clearBacklog(tenantId: string, at: string): Promise<void>;
+  /** Notes that a tenant has backlog, with a `mark` unique to this note; the admitter visits noted tenants. */
+  markBacklog(tenantId: string, mark: string): Promise<void>;
+  /** Tenants noted as having backlog, each with its note's mark. */
+  backlogTenants(): Promise<Array<{ tenantId: string; mark: string }>>;
+  /** Forgets a tenant's note if it still has `mark`, the note was not renewed since. */
+  clearBacklog(tenantId: string, mark: string): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeAdmission } from '../../../shared/app/admission.js';
 import { makeBackpressure } from '../../../shared/app/backpressure.js';
+import type { AdmissionStore } from '../../../shared/app/ports/admission.js';
 import { makeInMemoryAdmissionStore } from '../../../shared/app/ports/in-memory/admission.js';
 import { makeFakeClock, makeInMemoryRunbooks } from '../../../shared/app/ports/in-memory/fakes.js';
 import { makeSettableQueueDepth } from '../../../shared/app/ports/in-memory/queue-depth.js';
@@ -9,10 +10,10 @@ import type { Priority, Run } from '../../../shared/domain/entities.js';
 
 const MAX_BACKLOG = 10;
 
-async function setup() {
+async function setup(wrap: (store: AdmissionStore) => AdmissionStore = (store) => store) {
   const clock = makeFakeClock();
   const { runs, cells } = makeInMemoryStores();
-  const admissionStore = makeInMemoryAdmissionStore(cells);
+  const admissionStore = wrap(makeInMemoryAdmissionStore(cells));
   const runbooks = makeInMemoryRunbooks();
   const depth = makeSettableQueueDepth();
   const started: string[] = [];
@@ -86,6 +87,31 @@ describe('admission backpressure', () => {
     expect(throttled?.payload).toMatchObject({ limit: 'backlog', source: 'dev-flex' });
     expect(Date.parse(String(throttled?.payload.nextEligibleAt))).toBeGreaterThan(0);
     expect((await runs.load(run.runId))?.run.nextEligibleAt).toBeDefined();
+  });
+
+  it('still admits a held run when a backlog pass ran between its tenant’s note and its backlog place', async () => {
+    // The pass finds the tenant noted but no place yet, and clears the note; the place lands after.
+    const hooks: { pass?: () => Promise<number> } = {};
+    let interleaved = false;
+    const { admission, depth, create, started, statusOf } = await setup((store) => ({
+      ...store,
+      async markBacklog(tenantId, mark) {
+        await store.markBacklog(tenantId, mark);
+        if (hooks.pass && !interleaved) {
+          interleaved = true;
+          expect(await hooks.pass()).toBe(0);
+        }
+      },
+    }));
+    hooks.pass = () => admission.admitBacklog();
+    depth.set('dev-flex', { visible: MAX_BACKLOG });
+    const run = await create('flood');
+    expect(await admission.afterCreate(run)).toBe('throttled');
+    expect(interleaved).toBe(true);
+    depth.set('dev-flex', { visible: 0 });
+    expect(await admission.admitBacklog()).toBe(1);
+    expect(started).toEqual([run.runId]);
+    expect(await statusOf(run.runId)).toBe('queued');
   });
 
   it('lets an emergency run through a full queue', async () => {

@@ -58,14 +58,14 @@ export function makeInMemoryAdmissionStore(cells: CellMap): AdmissionStore {
       cells.clear();
       for (const [k, v] of tx) cells.set(k, v);
     },
-    async markBacklog(tenantId, at) {
-      noted.set(tenantId, at);
+    async markBacklog(tenantId, mark) {
+      noted.set(tenantId, mark);
     },
     async backlogTenants() {
-      return [...noted].map(([tenantId, at]) => ({ tenantId, at }));
+      return [...noted].map(([tenantId, mark]) => ({ tenantId, mark }));
     },
-    async clearBacklog(tenantId, at) {
-      if (noted.get(tenantId) === at) noted.delete(tenantId);
+    async clearBacklog(tenantId, mark) {
+      if (noted.get(tenantId) === mark) noted.delete(tenantId);
     },
   };
 }
