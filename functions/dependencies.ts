@@ -200,6 +200,7 @@ export const reconcilerDeps = () => ({
   alerts: approvalAlerts(),
   inventory: inventoryStore(),
   settleWaiting: admission().settleDependencies,
+  noteBacklog: admission().noteBacklog,
 });
 
 const intakeLogger = () => new Logger({ serviceName: 'capstan-intake' });

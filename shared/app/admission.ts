@@ -133,7 +133,7 @@ export function makeAdmission(deps: AdmissionDeps) {
             ],
           },
     );
-    if (held) await deps.admission.markBacklog(run.tenantId, backlogMark(deps.clock.now().toISOString()));
+    if (held) await noteBacklog(run.tenantId);
   }
 
   /**
@@ -414,6 +414,11 @@ export function makeAdmission(deps: AdmissionDeps) {
       ]);
   }
 
-  return { admit, afterCreate, admitBacklog, onRunEnded, settleDependencies, checkDependencies };
+  /** Notes that a tenant has backlog, so the admitter's next pass visits it. */
+  async function noteBacklog(tenantId: string): Promise<void> {
+    await deps.admission.markBacklog(tenantId, backlogMark(deps.clock.now().toISOString()));
+  }
+
+  return { admit, afterCreate, admitBacklog, onRunEnded, settleDependencies, checkDependencies, noteBacklog };
 }
 export type Admission = ReturnType<typeof makeAdmission>;

@@ -49,6 +49,11 @@ export interface ReconcilerDeps {
    * dependencies), in case the word that it may go was lost; absent, such runs are left alone.
    */
   readonly settleWaiting?: (runId: string) => Promise<Admitted>;
+  /**
+   * Notes a tenant with quiet throttled runs as having backlog, in case the note was lost (a
+   * crash between a run's backlog place and its note); absent, throttled runs are left alone.
+   */
+  readonly noteBacklog?: (tenantId: string) => Promise<void>;
   readonly log: (message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -289,13 +294,23 @@ export function makeReconcile(deps: ReconcilerDeps) {
     const last = quiet.at(-1)?.run;
     resumeAfter =
       quiet.length === RUNS_PER_SWEEP && last ? { createdAt: last.createdAt, runId: last.runId } : undefined;
+    const heldTenants = new Set<string>();
     for (const record of quiet) {
       if (Date.parse(record.run.updatedAt) > now.getTime() - QUIET_MS) continue;
+      if (record.run.status === 'throttled') heldTenants.add(record.run.tenantId);
       // One run that cannot be repaired now must not keep the sweep from the others.
       try {
         await checkQuietRun(record, now, summary);
       } catch (error) {
         deps.log('quiet run not checked', { runId: record.run.runId, error: (error as Error).message });
+      }
+    }
+    // The admitter visits noted tenants only: one note each, however many runs it holds.
+    for (const tenantId of heldTenants) {
+      try {
+        await deps.noteBacklog?.(tenantId);
+      } catch (error) {
+        deps.log('backlog not noted', { tenantId, error: (error as Error).message });
       }
     }
     return summary;

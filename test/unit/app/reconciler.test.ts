@@ -327,6 +327,22 @@ describe('runs that admission holds', () => {
     expect(restarted).toEqual([]);
   });
 
+  it('notes the tenant of a quiet throttled run again, so a lost note cannot hold it for good', async () => {
+    const { admission, admissionStore, create, limits } = await admitted();
+    await limits.pause(olive, { source: 'unit', reason: 'hold' });
+    const { runId } = await create();
+    // The note is lost (a crash after the backlog place was written): no pass visits the tenant.
+    for (const { tenantId, mark } of await admissionStore.backlogTenants())
+      await admissionStore.clearBacklog(tenantId, mark);
+    await limits.resume(olive, { source: 'unit', reason: 'done' });
+    expect(await admission.admitBacklog()).toBe(0);
+    clock.advance(61_000);
+    await reconcile({ settleWaiting: admission.settleDependencies, noteBacklog: admission.noteBacklog });
+    expect(restarted).toEqual([]);
+    expect(await admission.admitBacklog()).toBe(1);
+    expect(statuses.get(`arn:execution:${runId}`)).toBe('RUNNING');
+  });
+
   it('ends a throttled run at once when it is cancelled, and gives back its backlog place', async () => {
     const { admissionStore, create, limits, cancel } = await admitted();
     await limits.pause(olive, { source: 'unit', reason: 'hold' });
