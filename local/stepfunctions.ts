@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   ExecutionAbortedError,
@@ -21,7 +21,11 @@ export interface LocalStepFunctionsOptions {
   /** The definition with its function placeholders already substituted. */
   readonly definition: string;
   readonly invoke: LambdaInvoker;
-  /** Where executions are kept across restarts; omitted keeps them in memory only. */
+  /**
+   * Where executions are kept across restarts, one JSON line per change (the last line of an
+   * execution wins); omitted keeps them in memory only. A file of the older form, a JSON array, is
+   * read too.
+   */
   readonly dataFile?: string;
   readonly log?: (line: string) => void;
   /** Told of each `.waitForTaskToken` task as it starts, with its state name and payload. */
@@ -109,9 +113,9 @@ export class LocalStepFunctions {
     };
     this.machine = new StateMachine(definition, { validationOptions: { checkArn: false } });
     this.states = definition.States;
-    if (options.dataFile && existsSync(options.dataFile)) {
-      const stored = z.array(executionRecord).parse(JSON.parse(readFileSync(options.dataFile, 'utf8')));
-      for (const record of stored) this.executions.set(record.executionArn, record);
+    if (options.dataFile) {
+      for (const record of readExecutions(options.dataFile)) this.executions.set(record.executionArn, record);
+      this.compact(options.dataFile);
     }
   }
 
@@ -192,7 +196,7 @@ export class LocalStepFunctions {
     }
     const record: ExecutionRecord = { executionArn, name, status: 'RUNNING', input: body, startDate: nowSeconds() };
     this.executions.set(executionArn, record);
-    this.persist();
+    this.persist(record);
     this.run(record);
     return { executionArn, startDate: record.startDate };
   }
@@ -263,7 +267,7 @@ export class LocalStepFunctions {
     this.live.delete(record.executionArn);
     if (this.stopped || record.status !== 'RUNNING') return;
     Object.assign(record, outcome, { stopDate: nowSeconds() });
-    this.persist();
+    this.persist(record);
     const why = record.error ? ` (${record.error}${record.cause ? `: ${record.cause}` : ''})` : '';
     this.options.log?.(`step functions: execution ${record.name} ${record.status}${why}`);
   }
@@ -372,7 +376,7 @@ export class LocalStepFunctions {
         error: optionalString(input, 'error'),
         cause: optionalString(input, 'cause'),
       });
-      this.persist();
+      this.persist(record);
       for (const [token, waiter] of this.waiters)
         if (waiter.executionArn === record.executionArn) this.waiters.delete(token);
       live?.abort();
@@ -441,12 +445,48 @@ export class LocalStepFunctions {
     };
   }
 
-  private persist(): void {
+  /**
+   * Appends the execution's new state: one short line, whatever the number of executions kept, so
+   * starting and ending an execution costs the same in a stack that has run for days.
+   */
+  private persist(record: ExecutionRecord): void {
     const file = this.options.dataFile;
-    if (!file) return;
+    if (file) appendFileSync(file, `${JSON.stringify(record)}\n`);
+  }
+
+  /** Rewrites the file with each execution's last state, once, at start-up. */
+  private compact(file: string): void {
     mkdirSync(dirname(file), { recursive: true });
+    const lines = [...this.executions.values()].map((record) => `${JSON.stringify(record)}\n`).join('');
     // Write then rename, so a crash never leaves half a file.
-    writeFileSync(`${file}.tmp`, JSON.stringify([...this.executions.values()]));
+    writeFileSync(`${file}.tmp`, lines);
     renameSync(`${file}.tmp`, file);
   }
+}
+
+/**
+ * The executions a data file holds: JSON lines, the last line of an execution winning. A last
+ * line cut short by a crash in the middle of its write is skipped; a bad line anywhere else is an
+ * error. A file that is one JSON array is read as the older form.
+ */
+export function readExecutions(file: string): ExecutionRecord[] {
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, 'utf8');
+  if (text.trimStart().startsWith('[')) return z.array(executionRecord).parse(JSON.parse(text));
+  const byArn = new Map<string, ExecutionRecord>();
+  const lines = text.split('\n');
+  lines.forEach((line, i) => {
+    if (line.trim() === '') return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch (error) {
+      // Every whole write ends with a newline: a last line without one was cut short.
+      if (i === lines.length - 1) return;
+      throw new Error(`${file}: line ${i + 1} is not JSON: ${(error as Error).message}`);
+    }
+    const record = executionRecord.parse(parsed);
+    byArn.set(record.executionArn, record);
+  });
+  return [...byArn.values()];
 }
