@@ -1,3 +1,6 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { PartMessage } from './isolated.js';
 import { cleanUp } from './support.js';
@@ -12,6 +15,15 @@ const send = (message: PartMessage) =>
     process.send?.(message, () => resolve());
   });
 
+/** `CAPSTAN_BENCH_PROFILE=<dir>` writes a CPU profile of this process, the one the stack runs in. */
+const profileDir = process.env.CAPSTAN_BENCH_PROFILE;
+const profiler = profileDir ? new Session() : undefined;
+if (profiler) {
+  profiler.connect();
+  await profiler.post('Profiler.enable');
+  await profiler.post('Profiler.start');
+}
+
 let exitCode = 0;
 try {
   const loaded = (await import(part.moduleUrl)) as Record<string, unknown>;
@@ -25,5 +37,12 @@ try {
   await send({ kind: 'error', message: (error as Error).stack ?? String(error) });
 } finally {
   cleanUp();
+  if (profiler && profileDir) {
+    const { profile } = await profiler.post('Profiler.stop');
+    mkdirSync(profileDir, { recursive: true });
+    const file = join(profileDir, `${part.exportName}-${Date.now()}.cpuprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+    console.error(`CPU profile: ${file}`);
+  }
 }
 process.exit(exitCode);

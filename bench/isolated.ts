@@ -21,22 +21,20 @@ export async function isolated<R>(
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return new Promise<R>((resolve, reject) => {
-    let settled = false;
+    let outcome: { value: R } | { error: Error } | undefined;
     child.on('message', (raw) => {
       const message = partMessage.safeParse(raw);
       if (!message.success) return;
       const { data } = message;
       if (data.kind === 'progress') progress(data.line);
-      else if (data.kind === 'result') {
-        settled = true;
-        resolve(data.value as R);
-      } else {
-        settled = true;
-        reject(new Error(data.message));
-      }
+      else if (data.kind === 'result') outcome = { value: data.value as R };
+      else outcome = { error: new Error(data.message) };
     });
+    // Settled once the child has exited, so its clean-up (and a profile it writes) is done.
     child.on('exit', (code, signal) => {
-      if (!settled) reject(new Error(`${exportName} exited with ${signal ?? code} before reporting`));
+      if (!outcome) reject(new Error(`${exportName} exited with ${signal ?? code} before reporting`));
+      else if ('error' in outcome) reject(outcome.error);
+      else resolve(outcome.value);
     });
   });
 }

@@ -193,15 +193,18 @@ export const dashboardDeps = () => ({
 });
 
 /** For the reconciler: the interpreter's ports, the worker registry, and the state machine itself. */
-export const reconcilerDeps = () => ({
-  ...interpreterDeps(),
-  ...workerDeps(),
-  interpreter: makeSfnInterpreterControl(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
-  alerts: approvalAlerts(),
-  inventory: inventoryStore(),
-  settleWaiting: admission().settleDependencies,
-  noteBacklog: admission().noteBacklog,
-});
+export const reconcilerDeps = () => {
+  const admitter = admission();
+  return {
+    ...interpreterDeps(),
+    ...workerDeps(),
+    interpreter: makeSfnInterpreterControl(sfnClient(), required('CAPSTAN_STATE_MACHINE_ARN')),
+    alerts: approvalAlerts(),
+    inventory: inventoryStore(),
+    settleWaiting: admitter.settleDependencies,
+    noteBacklog: admitter.noteBacklog,
+  };
+};
 
 const intakeLogger = () => new Logger({ serviceName: 'capstan-intake' });
 

@@ -114,7 +114,7 @@ export class LocalStepFunctions {
     this.machine = new StateMachine(definition, { validationOptions: { checkArn: false } });
     this.states = definition.States;
     if (options.dataFile) {
-      for (const record of readExecutions(options.dataFile)) this.executions.set(record.executionArn, record);
+      for (const record of readExecutions(options.dataFile, options.log)) this.executions.set(record.executionArn, record);
       this.compact(options.dataFile);
     }
   }
@@ -451,7 +451,13 @@ export class LocalStepFunctions {
    */
   private persist(record: ExecutionRecord): void {
     const file = this.options.dataFile;
-    if (file) appendFileSync(file, `${JSON.stringify(record)}\n`);
+    if (!file) return;
+    try {
+      appendFileSync(file, `${JSON.stringify(record)}\n`);
+    } catch (error) {
+      // Kept in memory still; only a restart would not see this change.
+      this.options.log?.(`step functions: execution ${record.name} not saved: ${(error as Error).message}`);
+    }
   }
 
   /** Rewrites the file with each execution's last state, once, at start-up. */
@@ -469,7 +475,7 @@ export class LocalStepFunctions {
  * line cut short by a crash in the middle of its write is skipped; a bad line anywhere else is an
  * error. A file that is one JSON array is read as the older form.
  */
-export function readExecutions(file: string): ExecutionRecord[] {
+export function readExecutions(file: string, log?: (line: string) => void): ExecutionRecord[] {
   if (!existsSync(file)) return [];
   const text = readFileSync(file, 'utf8');
   if (text.trimStart().startsWith('[')) return z.array(executionRecord).parse(JSON.parse(text));
@@ -482,11 +488,15 @@ export function readExecutions(file: string): ExecutionRecord[] {
       parsed = JSON.parse(line);
     } catch (error) {
       // Every whole write ends with a newline: a last line without one was cut short.
-      if (i === lines.length - 1) return;
+      if (i === lines.length - 1) {
+        log?.(`step functions: ${file}: skipped line ${i + 1}, cut short by a crash`);
+        return;
+      }
       throw new Error(`${file}: line ${i + 1} is not JSON: ${(error as Error).message}`);
     }
-    const record = executionRecord.parse(parsed);
-    byArn.set(record.executionArn, record);
+    const record = executionRecord.safeParse(parsed);
+    if (!record.success) throw new Error(`${file}: line ${i + 1} is not an execution: ${record.error.message}`);
+    byArn.set(record.data.executionArn, record.data);
   });
   return [...byArn.values()];
 }

@@ -133,7 +133,8 @@ export function makeAdmission(deps: AdmissionDeps) {
             ],
           },
     );
-    if (held) await noteBacklog(run.tenantId);
+    // The run is held whether or not this note lands; a lost one is the reconciler's to renew.
+    if (held) await noteBacklog(run.tenantId).catch(() => undefined);
   }
 
   /**

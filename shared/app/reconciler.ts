@@ -294,23 +294,24 @@ export function makeReconcile(deps: ReconcilerDeps) {
     const last = quiet.at(-1)?.run;
     resumeAfter =
       quiet.length === RUNS_PER_SWEEP && last ? { createdAt: last.createdAt, runId: last.runId } : undefined;
-    const heldTenants = new Set<string>();
+    // The admitter visits noted tenants only: one note each per sweep, however many runs it holds.
+    const noted = new Set<string>();
     for (const record of quiet) {
       if (Date.parse(record.run.updatedAt) > now.getTime() - QUIET_MS) continue;
-      if (record.run.status === 'throttled') heldTenants.add(record.run.tenantId);
+      const { tenantId, status } = record.run;
+      if (status === 'throttled' && deps.noteBacklog && !noted.has(tenantId)) {
+        noted.add(tenantId);
+        try {
+          await deps.noteBacklog(tenantId);
+        } catch (error) {
+          deps.log('backlog not noted', { tenantId, error: (error as Error).message });
+        }
+      }
       // One run that cannot be repaired now must not keep the sweep from the others.
       try {
         await checkQuietRun(record, now, summary);
       } catch (error) {
         deps.log('quiet run not checked', { runId: record.run.runId, error: (error as Error).message });
-      }
-    }
-    // The admitter visits noted tenants only: one note each, however many runs it holds.
-    for (const tenantId of heldTenants) {
-      try {
-        await deps.noteBacklog?.(tenantId);
-      } catch (error) {
-        deps.log('backlog not noted', { tenantId, error: (error as Error).message });
       }
     }
     return summary;

@@ -42,6 +42,8 @@ describe('the local Step Functions data file', () => {
     expect(readExecutions(file)).toEqual([record('a', 'RUNNING')]);
     writeFileSync(file, `${line(record('a', 'RUNNING')).slice(0, 30)}\n${line(record('b', 'RUNNING'))}`);
     expect(() => readExecutions(file)).toThrow(/line 1 is not JSON/);
+    writeFileSync(file, line(record('a', 'RUNNING')) + line({ name: 'b' }));
+    expect(() => readExecutions(file)).toThrow(/line 2 is not an execution/);
   });
 
   it('reads the older form, one JSON array', () => {
