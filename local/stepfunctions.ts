@@ -114,7 +114,8 @@ export class LocalStepFunctions {
     this.machine = new StateMachine(definition, { validationOptions: { checkArn: false } });
     this.states = definition.States;
     if (options.dataFile) {
-      for (const record of readExecutions(options.dataFile, options.log)) this.executions.set(record.executionArn, record);
+      for (const record of readExecutions(options.dataFile, options.log))
+        this.executions.set(record.executionArn, record);
       this.compact(options.dataFile);
     }
   }

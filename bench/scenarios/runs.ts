@@ -54,8 +54,7 @@ function latencies(events: readonly RunEvent[]) {
   const started = events.filter((e) => e.type === 'step.started');
   const firstDispatch = dispatched[0];
   const runStarted = events.find((e) => e.type === 'run.started');
-  if (!created || !firstDispatch || !runStarted)
-    throw new Error(`run ${events[0]?.runId ?? '?'} was never dispatched`);
+  if (!created || !firstDispatch || !runStarted) throw new Error(`run ${events[0]?.runId ?? '?'} was never dispatched`);
   const dispatchToStart = started.flatMap((start) => {
     const dispatch = dispatched.find((d) => d.stepId === start.stepId && d.payload.attempt === start.payload.attempt);
     return dispatch ? [timeOf(start) - timeOf(dispatch)] : [];
