@@ -92,11 +92,14 @@ export function makePlanNext(deps: PlanDeps) {
     const fanout = hasFanout(runbook);
     // Each pass reads the run and its executions afresh and commits only against that same state.
     for (let attempt = 0; attempt < 10; attempt++) {
+      // A run that has not started has no executions, approvals or aggregates: each follows a
+      // decision that starts the run, which moves its head and so refuses this pass's commit.
+      const unstarted = held?.run.status === 'queued';
       const [record, executions, approvals, aggregates] = await Promise.all([
         held ?? deps.runs.load(runId),
-        deps.runs.executions(runId),
-        gated ? deps.approvals.list(runId) : [],
-        fanout ? deps.runs.aggregates(runId) : [],
+        unstarted ? [] : deps.runs.executions(runId),
+        gated && !unstarted ? deps.approvals.list(runId) : [],
+        fanout && !unstarted ? deps.runs.aggregates(runId) : [],
       ]);
       held = undefined;
       if (!record) throw new Error(`run ${runId} does not exist`);

@@ -107,13 +107,49 @@ describe('Plan', () => {
 
   it('looks up gates only for a runbook the policy can gate', async () => {
     const plain = await startRun([echo('one')]);
+    await interpreter().planNext(plain);
     requests.clear();
     await interpreter().planNext(plain);
     expect(requests.get('query')).toBe(1);
     const risky = await startRun([echo('risky', { blast_radius: 'high' })]);
+    await interpreter().planNext(risky);
     requests.clear();
     await interpreter().planNext(risky);
     expect(requests.get('query')).toBe(2);
+  });
+
+  it('reads no executions, gates or aggregates of a run that has not started: it has none', async () => {
+    const runId = await startRun([echo('risky', { blast_radius: 'high' })]);
+    requests.clear();
+    expect(await interpreter().planNext(runId)).toMatchObject({ action: 'await_approval', stepId: 'risky' });
+    expect(requests.get('query') ?? 0).toBe(0);
+  });
+
+  it('decides on what another pass did meanwhile to a run it read before it started, never running a step twice', async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const { planNext, dispatch } = interpreter();
+    // This pass reads the run while it is queued; meanwhile another pass starts it, and step one
+    // runs and succeeds.
+    let raced = false;
+    const racing: RunStore = {
+      ...runs,
+      async load(id) {
+        const record = await runs.load(id);
+        if (!raced) {
+          raced = true;
+          await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+          const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+          const results = makeStepResults({ runs, callbacks, clock });
+          await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+          await results.started(command, 'w');
+          await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+        }
+        return record;
+      },
+    };
+    const late = makePlanNext({ runbooks, runs: racing, approvals, clock, callbacks, policy: DEFAULT_POLICY });
+    expect(await late(runId)).toMatchObject({ action: 'dispatch', stepId: 'two', attempt: 1 });
+    expect((await types(runId)).filter((t) => t === 'run.started')).toHaveLength(1);
   });
 
   it('creates the gate a high blast radius step needs, asking for two approvers', async () => {
