@@ -5,7 +5,7 @@ import type { Run, StepExecution } from '../domain/entities.js';
 import { allSteps } from '../domain/runbook.js';
 import { stepExecutionStateMachine } from '../domain/statuses.js';
 import { isStuck } from '../domain/stuck.js';
-import { waitsBeforeAdmission } from '../domain/admission/held.js';
+import { heldByAdmission, waitsBeforeAdmission } from '../domain/admission/held.js';
 import { isSilent } from '../domain/workers.js';
 import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalAlerts, Clock, RunbookStore, WorkerStore } from './ports.js';
@@ -164,7 +164,8 @@ export function makeReconcile(deps: ReconcilerDeps) {
   /** Checks a quiet, unfinished run: its interpreter execution still runs, its aggregates completed. */
   async function checkRun(runId: string, executionArn: string, now: Date, summary: ReconcileSummary) {
     const record = await runs.load(runId);
-    if (!record) return;
+    // Admission may have held the run since the sweep listed it: only admission starts it then.
+    if (!record || heldByAdmission(record.run)) return;
     const status = await deps.interpreter.status(executionArn);
     if (status !== 'RUNNING') {
       const arn = await deps.interpreter.restart(record.run, now);

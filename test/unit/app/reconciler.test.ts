@@ -298,6 +298,24 @@ describe('runs that admission holds', () => {
     });
   });
 
+  it('never starts the interpreter of a run that admission held after the sweep listed it', async () => {
+    const { admission, create, limits } = await admitted();
+    await limits.pause(olive, { source: 'unit', reason: 'hold' });
+    const { runId, status } = await create();
+    expect(status).toBe('throttled');
+    statuses.set(`arn:execution:${runId}`, 'MISSING');
+    clock.advance(5 * 60_000);
+    // The sweep's listing still shows the run fresh: it was throttled after the list was read.
+    const listedEarlier: typeof runs = {
+      ...runs,
+      activeRuns: async (...args) =>
+        (await runs.activeRuns(...args)).map((r) => ({ ...r, run: { ...r.run, status: 'queued' as const } })),
+    };
+    await reconcile({ runs: listedEarlier, settleWaiting: admission.settleDependencies });
+    expect(restarted).toEqual([]);
+    expect((await runs.load(runId))?.run.status).toBe('throttled');
+  });
+
   it('never starts the interpreter of a run whose dependency is still running', async () => {
     const { admission, create } = await admitted();
     const first = await create();
