@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import {
   ExecutionAbortedError,
   ExecutionError,
@@ -10,6 +8,14 @@ import {
 } from 'aws-local-stepfunctions';
 import { z } from 'zod';
 import { AwsServiceError, type JsonService, optionalString, requireString, startJsonService } from './aws-json.js';
+import {
+  appendExecution,
+  compactExecutions,
+  type ExecutionRecord,
+  type ExecutionStatus,
+  executionStatus,
+  readExecutions,
+} from './execution-file.js';
 import { ExecutionHistory } from './execution-history.js';
 
 /** Invokes a Lambda function in-process by its name or ARN and returns its result. */
@@ -31,22 +37,6 @@ export interface LocalStepFunctionsOptions {
   /** Told of each `.waitForTaskToken` task as it starts, with its state name and payload. */
   readonly onWait?: (state: string, payload: unknown) => void;
 }
-
-const executionStatus = z.enum(['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED']);
-type ExecutionStatus = z.infer<typeof executionStatus>;
-
-const executionRecord = z.object({
-  executionArn: z.string(),
-  name: z.string(),
-  status: executionStatus,
-  input: z.string(),
-  startDate: z.number(),
-  stopDate: z.number().optional(),
-  output: z.string().optional(),
-  error: z.string().optional(),
-  cause: z.string().optional(),
-});
-type ExecutionRecord = z.infer<typeof executionRecord>;
 
 interface Waiter {
   readonly executionArn: string;
@@ -116,7 +106,7 @@ export class LocalStepFunctions {
     if (options.dataFile) {
       for (const record of readExecutions(options.dataFile, options.log))
         this.executions.set(record.executionArn, record);
-      this.compact(options.dataFile);
+      compactExecutions(options.dataFile, this.executions.values());
     }
   }
 
@@ -446,58 +436,14 @@ export class LocalStepFunctions {
     };
   }
 
-  /**
-   * Appends the execution's new state: one short line, whatever the number of executions kept, so
-   * starting and ending an execution costs the same in a stack that has run for days.
-   */
   private persist(record: ExecutionRecord): void {
     const file = this.options.dataFile;
     if (!file) return;
     try {
-      appendFileSync(file, `${JSON.stringify(record)}\n`);
+      appendExecution(file, record);
     } catch (error) {
       // Kept in memory still; only a restart would not see this change.
       this.options.log?.(`step functions: execution ${record.name} not saved: ${(error as Error).message}`);
     }
   }
-
-  /** Rewrites the file with each execution's last state, once, at start-up. */
-  private compact(file: string): void {
-    mkdirSync(dirname(file), { recursive: true });
-    const lines = [...this.executions.values()].map((record) => `${JSON.stringify(record)}\n`).join('');
-    // Write then rename, so a crash never leaves half a file.
-    writeFileSync(`${file}.tmp`, lines);
-    renameSync(`${file}.tmp`, file);
-  }
-}
-
-/**
- * The executions a data file holds: JSON lines, the last line of an execution winning. A last
- * line cut short by a crash in the middle of its write is skipped; a bad line anywhere else is an
- * error. A file that is one JSON array is read as the older form.
- */
-export function readExecutions(file: string, log?: (line: string) => void): ExecutionRecord[] {
-  if (!existsSync(file)) return [];
-  const text = readFileSync(file, 'utf8');
-  if (text.trimStart().startsWith('[')) return z.array(executionRecord).parse(JSON.parse(text));
-  const byArn = new Map<string, ExecutionRecord>();
-  const lines = text.split('\n');
-  lines.forEach((line, i) => {
-    if (line.trim() === '') return;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch (error) {
-      // Every whole write ends with a newline: a last line without one was cut short.
-      if (i === lines.length - 1) {
-        log?.(`step functions: ${file}: skipped line ${i + 1}, cut short by a crash`);
-        return;
-      }
-      throw new Error(`${file}: line ${i + 1} is not JSON: ${(error as Error).message}`);
-    }
-    const record = executionRecord.safeParse(parsed);
-    if (!record.success) throw new Error(`${file}: line ${i + 1} is not an execution: ${record.error.message}`);
-    byArn.set(record.data.executionArn, record.data);
-  });
-  return [...byArn.values()];
 }

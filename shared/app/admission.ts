@@ -108,7 +108,7 @@ export function makeAdmission(deps: AdmissionDeps) {
     // Noted before the backlog place is written, so a crash in between leaves the tenant noted;
     // noted again once it is written, with a fresh mark: a pass that read the first note and found
     // no place yet clears only that note, never the second.
-    await deps.admission.markBacklog(run.tenantId, backlogMark(now));
+    await noteBacklog(run.tenantId);
     const held = await deps.runs.mutate(run.runId, (record) =>
       record.run.status !== 'queued' || record.run.admission
         ? undefined

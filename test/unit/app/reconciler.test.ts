@@ -281,14 +281,19 @@ describe('runs that admission holds', () => {
     return { admission, admissionStore, create, limits, cancel };
   }
 
-  it('never starts the interpreter of a throttled run, however long it waits', async () => {
+  /** A run throttled by a pause, quiet for five minutes, with no execution: one the reconciler would take for lost. */
+  async function quietThrottledRun() {
     const { admission, create, limits } = await admitted();
     await limits.pause(olive, { source: 'unit', reason: 'hold' });
     const { runId, status } = await create();
     expect(status).toBe('throttled');
-    // No execution exists for it: one the reconciler would take for lost.
     statuses.set(`arn:execution:${runId}`, 'MISSING');
     clock.advance(5 * 60_000);
+    return { admission, runId };
+  }
+
+  it('never starts the interpreter of a throttled run, however long it waits', async () => {
+    const { admission, runId } = await quietThrottledRun();
     await reconcile({ settleWaiting: admission.settleDependencies });
     expect(restarted).toEqual([]);
     expect(statuses.get(`arn:execution:${runId}`)).toBe('MISSING');
@@ -299,12 +304,7 @@ describe('runs that admission holds', () => {
   });
 
   it('never starts the interpreter of a run that admission held after the sweep listed it', async () => {
-    const { admission, create, limits } = await admitted();
-    await limits.pause(olive, { source: 'unit', reason: 'hold' });
-    const { runId, status } = await create();
-    expect(status).toBe('throttled');
-    statuses.set(`arn:execution:${runId}`, 'MISSING');
-    clock.advance(5 * 60_000);
+    const { admission, runId } = await quietThrottledRun();
     // The sweep's listing still shows the run fresh: it was throttled after the list was read.
     const listedEarlier: typeof runs = {
       ...runs,

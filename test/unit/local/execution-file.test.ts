@@ -2,7 +2,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readExecutions } from '../../../local/stepfunctions.js';
+import { readExecutions } from '../../../local/execution-file.js';
 
 const ARN = 'arn:aws:states:us-east-1:000000000000:execution:capstan:';
 const record = (name: string, status: string, more: object = {}) => ({
