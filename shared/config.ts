@@ -16,6 +16,8 @@ export const profileCapacitySchema = z
     maxWorkers: z.number().int().min(1).max(1_000).default(4),
     /** Messages (waiting and in flight) one worker is expected to hold: the scaling target. */
     backlogPerWorker: z.number().int().min(1).max(10_000).default(10),
+    /** Steps one worker runs at once; the profile's `stepsPerWorker` when unset. */
+    stepsPerWorker: z.number().int().min(1).max(64).optional(),
   })
   .refine((c) => c.minWorkers === undefined || c.minWorkers <= c.maxWorkers, {
     message: 'minWorkers must not exceed maxWorkers',
@@ -29,8 +31,9 @@ export type ProfileCapacity = Required<z.infer<typeof profileCapacitySchema>>;
 /** A profile's capacity with every default filled in. */
 export function capacityOf(capacity: CapacityConfig | undefined, profile: SandboxProfileName): ProfileCapacity {
   const given = capacity?.[profile] ?? profileCapacitySchema.parse({});
-  const minWorkers = given.minWorkers ?? Math.min(SANDBOX_PROFILES[profile].container.desiredCount, given.maxWorkers);
-  return { ...given, minWorkers };
+  const { container } = SANDBOX_PROFILES[profile];
+  const minWorkers = given.minWorkers ?? Math.min(container.desiredCount, given.maxWorkers);
+  return { ...given, minWorkers, stepsPerWorker: given.stepsPerWorker ?? container.stepsPerWorker };
 }
 
 /** JSON text parsed, then checked by `schema`; bad JSON is an issue on the variable, not a throw. */

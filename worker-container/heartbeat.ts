@@ -1,11 +1,11 @@
 import type { WorkerStore } from '../shared/app/ports.js';
 import type { AgentNode } from '../shared/app/worker-ports.js';
 import type { Worker as WorkerRecord } from '../shared/domain/entities.js';
-import type { StepCommand } from '../shared/domain/messages.js';
 import type { SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
 import { recordMetric } from '../shared/observability/metrics.js';
 import { ActionError } from './backends/types.js';
 import type { Log } from './log-redaction.js';
+import type { RunningStep } from './step-runner.js';
 
 /** What a worker tells the registry about itself when it starts. */
 export type WorkerRegistration = Pick<
@@ -22,8 +22,8 @@ export interface LeaseRenewer {
 export interface WorkerActivity {
   /** False once the worker started draining. */
   readonly receiving: boolean;
-  /** The step execution it runs now, with the controller that stops its action. */
-  readonly current?: { readonly cmd: StepCommand; readonly controller: AbortController };
+  /** The step executions it runs now, oldest first, each with the controller that stops its action. */
+  readonly running: readonly RunningStep[];
   readonly completed: number;
 }
 
@@ -35,7 +35,7 @@ export interface HeartbeatOptions {
   /** The worker's own node in its tenant's inventory, when it is an agent. */
   readonly agent?: AgentNode;
   readonly leases: LeaseRenewer;
-  /** How often the worker heartbeats and renews the lease of its current step execution. */
+  /** How often the worker heartbeats and renews the leases of its running step executions. */
   readonly heartbeatMs: number;
   readonly leaseMs: number;
   readonly activity: () => WorkerActivity;
@@ -45,8 +45,8 @@ export interface HeartbeatOptions {
 }
 
 /**
- * The worker's registration and its periodic heartbeat: every `heartbeatMs` it renews the lease of
- * its current step execution (stopping the action when the lease was taken over), then reports
+ * The worker's registration and its periodic heartbeat: every `heartbeatMs` it renews the leases
+ * of its running step executions (stopping an action whose lease was taken over), then reports
  * its status and load, registering again if it had been declared dead while alive.
  */
 export class Heartbeat {
@@ -70,33 +70,31 @@ export class Heartbeat {
   }
 
   /**
-   * One heartbeat: renews the current step execution's lease, then reports status and load. A
-   * lease that cannot be renewed means another worker took the step over: stop working on it.
+   * One heartbeat: renews the running step executions' leases, then reports status and load. A
+   * lease that cannot be renewed means another worker took that step over: stop working on it.
    */
   async beat(): Promise<void> {
     const { leases, workerId, workers, leaseMs } = this.options;
-    const { current } = this.options.activity();
-    if (current) {
-      const held = await leases.renewLease(
-        current.cmd.runId,
-        current.cmd.executionId,
-        workerId,
-        new Date(Date.now() + leaseMs),
-      );
-      if (held) recordMetric('leaseExtensions', 1, { sandboxProfile: this.options.profile });
-      else current.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
-    }
+    const until = new Date(Date.now() + leaseMs);
+    await Promise.all(
+      this.options.activity().running.map(async ({ cmd, controller }) => {
+        const held = await leases.renewLease(cmd.runId, cmd.executionId, workerId, until);
+        if (held) recordMetric('leaseExtensions', 1, { sandboxProfile: this.options.profile });
+        else controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+      }),
+    );
     const usage = process.cpuUsage();
     const at = performance.now();
     const cpuMicros = usage.user - this.cpu.usage.user + (usage.system - this.cpu.usage.system);
     const cpuPercent = Math.round((cpuMicros / 1000 / Math.max(1, at - this.cpu.at)) * 1000) / 10;
     this.cpu = { usage, at };
-    // Read again: the step may have ended while the lease was renewed.
+    // Read again: steps may have ended while the leases were renewed.
     const activity = this.options.activity();
+    const oldest = activity.running[0];
     const reply = await workers.heartbeat(workerId, {
-      status: activity.receiving ? (activity.current ? 'busy' : 'idle') : 'draining',
+      status: activity.receiving ? (oldest ? 'busy' : 'idle') : 'draining',
       at: new Date().toISOString(),
-      ...(activity.current && { currentExecutionId: activity.current.cmd.executionId }),
+      ...(oldest && { currentExecutionId: oldest.cmd.executionId }),
       stats: { cpuPercent, rssBytes: process.memoryUsage().rss, tasksCompleted: activity.completed },
     });
     // The node stays online while its worker lives, draining included; a refused beat registers it again.

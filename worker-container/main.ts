@@ -29,7 +29,7 @@ import { makeQueueUrls } from '../shared/adapters/sqs/command-queue.js';
 import { makeSqsCommandSource } from '../shared/adapters/sqs/command-source.js';
 import { makeAwsActions } from '../shared/adapters/aws/actions.js';
 import { ecsTaskArn } from '../shared/adapters/ecs-task-metadata.js';
-import { workerConfig } from '../shared/config.js';
+import { capacityOf, workerConfig } from '../shared/config.js';
 import { DEFAULT_REDACTION_PATTERNS, parsePatterns } from '../shared/domain/redaction.js';
 import { SANDBOX_PROFILES } from '../shared/domain/sandbox-profiles.js';
 import { LEASE_HEARTBEATS } from '../shared/domain/workers.js';
@@ -71,6 +71,7 @@ async function main(): Promise<void> {
   });
   const callbacks = makeSfnCallbacks(sfnClient());
   const heartbeatMs = CAPSTAN_WORKER_HEARTBEAT_SECONDS * 1000;
+  const slots = capacityOf(env.CAPSTAN_CAPACITY, profile.name).stepsPerWorker;
   // A result may start a fan-out unit's next targets, or a pipeline target's next sub-step.
   const fanout = makeFanout({
     runs,
@@ -143,6 +144,7 @@ async function main(): Promise<void> {
     ...(node && { agent: node.agent }),
     heartbeatMs,
     leaseMs: LEASE_HEARTBEATS * heartbeatMs,
+    slots,
     commands: makeSqsCommandSource(sqsClient(), queueUrl, {
       ...(priorityQueueUrl !== undefined && { priorityQueueUrl }),
     }),
@@ -181,6 +183,7 @@ async function main(): Promise<void> {
     queueUrl,
     ...(node && { node: node.id, tenant: node.tenantId }),
     heartbeatSeconds: CAPSTAN_WORKER_HEARTBEAT_SECONDS,
+    stepsAtOnce: slots,
   });
   await worker.run();
 }

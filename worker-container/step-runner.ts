@@ -57,9 +57,15 @@ interface Prepared {
  * action under its timeout (and the heartbeat's abort when the lease is lost), streams its output
  * and records the result, secrets redacted everywhere.
  */
+/** A step execution whose action runs now, with the controller that stops it. */
+export interface RunningStep {
+  readonly cmd: StepCommand;
+  readonly controller: AbortController;
+}
+
 export class StepRunner {
-  /** The step execution running now, with the controller that stops its action. */
-  current?: { readonly cmd: StepCommand; readonly controller: AbortController };
+  /** The step executions whose actions run now, by execution id. */
+  readonly running = new Map<string, RunningStep>();
   completed = 0;
 
   constructor(private readonly options: StepRunnerOptions) {}
@@ -102,7 +108,7 @@ export class StepRunner {
   ): Promise<{ outcome: Outcome; lastOutput: OutputChunk[] } | 'lease lost'> {
     const { log, redactPatterns, results, workerId } = this.options;
     const controller = new AbortController();
-    this.current = { cmd, controller };
+    this.running.set(cmd.executionId, { cmd, controller });
     const timeout = setTimeout(
       () =>
         controller.abort(new ActionError('STEP_TIMEOUT', `the step exceeded its timeout of ${cmd.timeoutMs} ms`, true)),
@@ -123,7 +129,7 @@ export class StepRunner {
       const secrets = await this.fetchSecrets(prepared.secretIds);
       held = Object.values(secrets);
       redact = makeRedactor(held, redactPatterns);
-      log.hold(redact);
+      log.hold(cmd.executionId, redact);
       holdSecrets(held);
       const artifact = this.options.artifacts?.sinkFor(cmd, this.options.workerId);
       const result = await runAction(prepared, cmd, secrets, controller.signal, output.push, artifact);
@@ -139,7 +145,7 @@ export class StepRunner {
       };
     } finally {
       clearTimeout(timeout);
-      this.current = undefined;
+      this.running.delete(cmd.executionId);
     }
     const environment = SANDBOX_PROFILES[this.options.profile].environment;
     recordMetric('stepDuration', (performance.now() - started) / 1000, { environment, backend: cmd.backend });
@@ -148,7 +154,7 @@ export class StepRunner {
       recordMetric('failures', 1, { backend: cmd.backend, reason: outcome.error.code });
     // What the step printed last is recorded with its result.
     const lastOutput = await output.drain();
-    log.forget();
+    log.forget(cmd.executionId);
     releaseSecrets(held);
     const reason: unknown = controller.signal.reason;
     return controller.signal.aborted && reason instanceof ActionError && reason.code === 'LEASE_LOST'

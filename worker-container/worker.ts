@@ -24,8 +24,10 @@ export interface WorkerOptions {
   readonly workers: WorkerStore;
   /** The worker's own node in its tenant's inventory, when it is an agent (it then receives from the node's queue). */
   readonly agent?: AgentNode;
-  /** How often the worker heartbeats and renews the lease of its current step execution. */
+  /** How often the worker heartbeats and renews the leases of its running step executions. */
   readonly heartbeatMs: number;
+  /** Step executions the worker runs at once (the profile's `stepsPerWorker`). @default 1 */
+  readonly slots?: number;
   /** Step secrets by id (cached at most five minutes). */
   readonly secrets: SecretSource;
   /** Patterns redacted from outputs, events and logs besides the step's secret values. */
@@ -60,20 +62,23 @@ export interface WorkerOptions {
 }
 
 /**
- * The worker core loop: receive a command; take the DynamoDB lease of its step execution
- * (authoritative; delivery is only advisory); hand it to the step runner; delete the command.
- * The heartbeat renews the lease meanwhile. `stop` drains: no more receiving, the current step
- * finishes, the worker deregisters.
+ * The worker core loop: receive as many commands as it has free slots; for each, take the
+ * DynamoDB lease of its step execution (authoritative; delivery is only advisory), hand it to the
+ * step runner and delete the command. The heartbeat renews the leases meanwhile. `stop` drains: no
+ * more receiving, the running steps finish, the worker deregisters.
  */
 export class Worker {
   private receiving = true;
-  private idle?: Promise<void>;
+  /** The commands being handled now, one per busy slot. */
+  private readonly handling = new Set<Promise<void>>();
+  private readonly slots: number;
   private finished?: Promise<void>;
   private readonly logger: RedactingLog;
   private readonly heartbeat: Heartbeat;
   private readonly runner: StepRunner;
 
   constructor(private readonly options: WorkerOptions) {
+    this.slots = Math.max(1, options.slots ?? 1);
     this.logger = new RedactingLog(options.log);
     this.runner = new StepRunner({ ...options, receipts: options.runs, log: this.logger });
     this.heartbeat = new Heartbeat({
@@ -81,14 +86,14 @@ export class Worker {
       leases: options.runs,
       activity: () => ({
         receiving: this.receiving,
-        ...(this.runner.current && { current: this.runner.current }),
+        running: [...this.runner.running.values()],
         completed: this.runner.completed,
       }),
     });
   }
 
   get busy(): boolean {
-    return this.runner.current !== undefined;
+    return this.runner.running.size > 0;
   }
 
   get completed(): number {
@@ -107,8 +112,8 @@ export class Worker {
   }
 
   /**
-   * Drains: stops receiving, lets the current step execution finish (its own timeout bounds it),
-   * deregisters; resolves when all of that is done.
+   * Drains: stops receiving, lets the running step executions finish (their own timeouts bound
+   * them), deregisters; resolves when all of that is done.
    */
   async stop(): Promise<void> {
     if (this.receiving) {
@@ -119,14 +124,18 @@ export class Worker {
   }
 
   /**
-   * Gives up at once (a second SIGTERM): releases the current lease so the reconciler recovers
-   * the step execution in its next sweep instead of after the lease runs out.
+   * Gives up at once (a second SIGTERM): stops the running actions and releases their leases, so
+   * the reconciler recovers those step executions in its next sweep instead of after the leases
+   * run out.
    */
   async abort(): Promise<void> {
-    const current = this.runner.current;
-    if (!current) return;
-    current.controller.abort(new ActionError('WORKER_STOPPED', 'the worker was stopped', true));
-    await this.options.runs.renewLease(current.cmd.runId, current.cmd.executionId, this.options.workerId, new Date());
+    const now = new Date();
+    await Promise.all(
+      [...this.runner.running.values()].map(({ cmd, controller }) => {
+        controller.abort(new ActionError('WORKER_STOPPED', 'the worker was stopped', true));
+        return this.options.runs.renewLease(cmd.runId, cmd.executionId, this.options.workerId, now);
+      }),
+    );
   }
 
   private async loop(): Promise<void> {
@@ -134,7 +143,7 @@ export class Worker {
     this.heartbeat.start();
     try {
       await this.receiveLoop();
-      await this.idle;
+      await Promise.all(this.handling);
       await this.options.later?.settled();
     } finally {
       this.heartbeat.stop();
@@ -147,9 +156,12 @@ export class Worker {
   private async receiveLoop(): Promise<void> {
     const { commands } = this.options;
     while (this.receiving) {
+      // Wait for a free slot; a step that ends frees one.
+      while (this.handling.size >= this.slots) await Promise.race(this.handling);
+      if (!this.receiving) break;
       let received: ReceivedCommand[];
       try {
-        received = await commands.receive();
+        received = await commands.receive(this.slots - this.handling.size);
       } catch (error) {
         if (!this.receiving) break;
         this.options.log('receive failed', { error: (error as Error).message });
@@ -166,15 +178,19 @@ export class Worker {
             );
         break;
       }
-      for (const command of received) {
-        try {
-          await this.handle(command);
-        } catch (error) {
-          // The command stays; it is received again after its visibility timeout.
-          this.logger.log('command failed', { error: (error as Error).message, stack: (error as Error).stack });
-        }
-      }
+      for (const command of received) this.take(command);
     }
+  }
+
+  /** Handles a command in a slot of its own; the slot is free again once the command is handled. */
+  private take(command: ReceivedCommand): void {
+    const handled: Promise<void> = this.handle(command)
+      .catch((error: unknown) => {
+        // The command stays; it is received again after its visibility timeout.
+        this.logger.log('command failed', { error: (error as Error).message, stack: (error as Error).stack });
+      })
+      .finally(() => this.handling.delete(handled));
+    this.handling.add(handled);
   }
 
   private async handle(received: ReceivedCommand): Promise<void> {
@@ -233,12 +249,7 @@ export class Worker {
       acquireMs: Math.round((performance.now() - asked) * 10) / 10,
     });
     const span = cmd.kind === 'rollback' ? 'rollback.execute' : 'step.execute';
-    const done = withSpan(span, spanOptions, () => this.runner.run(cmd));
-    this.idle = done.then(
-      () => undefined,
-      () => undefined,
-    );
-    await done;
+    await withSpan(span, spanOptions, () => this.runner.run(cmd));
     // Deleting the command is the last thing about it: the next one need not wait for it. A delete
     // that is lost only brings a duplicate delivery, which the lease turns away.
     const { later } = this.options;

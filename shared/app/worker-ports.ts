@@ -14,8 +14,8 @@ export interface ReceivedCommand {
  * and only advisory: the step execution's lease decides who runs it.
  */
 export interface CommandSource {
-  /** Waits a while for at most one command; an empty list when none came. */
-  receive(): Promise<ReceivedCommand[]>;
+  /** Waits a while for at most `max` commands (one when not given); an empty list when none came. */
+  receive(max?: number): Promise<ReceivedCommand[]>;
   /** The command was handled (or is a duplicate): it is not delivered again. */
   delete(command: ReceivedCommand): Promise<void>;
   /** Hands the command back at once, for another worker (this one is draining). */

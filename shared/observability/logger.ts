@@ -43,22 +43,27 @@ export function logContextOf(value: unknown): LogContext {
 }
 
 /**
- * Secret values known to this process (a worker's step secrets while the step runs). Every log
+ * Secret values known to this process (the secrets of the steps a worker runs now), each with
+ * how many steps hold it: a value two steps share stays redacted until both let it go. Every log
  * line is redacted with them and with the credential patterns, whatever logged it.
  */
-const heldSecrets = new Set<string>();
+const heldSecrets = new Map<string, number>();
 let redact: Redact = makeRedactor([], DEFAULT_REDACTION_PATTERNS);
 
-/** Redacts these values from every log line until they are released. */
+/** Redacts these values from every log line until they are released as often as they were held. */
 export function holdSecrets(values: readonly string[]): void {
-  for (const value of values) heldSecrets.add(value);
-  redact = makeRedactor([...heldSecrets], DEFAULT_REDACTION_PATTERNS);
+  for (const value of values) heldSecrets.set(value, (heldSecrets.get(value) ?? 0) + 1);
+  redact = makeRedactor([...heldSecrets.keys()], DEFAULT_REDACTION_PATTERNS);
 }
 
-/** The values are no longer in this process's hands. */
+/** The values are no longer in one holder's hands. */
 export function releaseSecrets(values: readonly string[]): void {
-  for (const value of values) heldSecrets.delete(value);
-  redact = makeRedactor([...heldSecrets], DEFAULT_REDACTION_PATTERNS);
+  for (const value of values) {
+    const holders = (heldSecrets.get(value) ?? 0) - 1;
+    if (holders > 0) heldSecrets.set(value, holders);
+    else heldSecrets.delete(value);
+  }
+  redact = makeRedactor([...heldSecrets.keys()], DEFAULT_REDACTION_PATTERNS);
 }
 
 /** Redacts every string a log line serialises: messages, fields, error messages and stacks. */

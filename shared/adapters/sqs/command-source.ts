@@ -16,8 +16,9 @@ export interface SqsCommandSourceOptions {
 }
 
 /**
- * A profile's step queues as a worker's command source, one message per receive: the priority
- * queue first, without waiting, then a long poll on the step queue. A priority command that
+ * A profile's step queues as a worker's command source, as many messages per receive as the
+ * worker has free slots (ten at most, SQS's bound): the priority queue first, without waiting,
+ * then a long poll on the step queue. A priority command that
  * arrives during that poll waits at most `waitSeconds`; a received message is never put back.
  */
 export function makeSqsCommandSource(
@@ -28,11 +29,11 @@ export function makeSqsCommandSource(
   /** Which queue each received message came from, until it is deleted or released. */
   const from = new Map<string, string>();
 
-  async function receiveFrom(url: string, waitSeconds: number): Promise<ReceivedCommand[]> {
+  async function receiveFrom(url: string, waitSeconds: number, max: number): Promise<ReceivedCommand[]> {
     const { Messages = [] } = await sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: url,
-        MaxNumberOfMessages: 1,
+        MaxNumberOfMessages: Math.min(10, Math.max(1, Math.floor(max))),
         WaitTimeSeconds: waitSeconds,
         MessageAttributeNames: [TRACE_ATTRIBUTE],
       }),
@@ -59,12 +60,12 @@ export function makeSqsCommandSource(
   };
 
   return {
-    async receive() {
+    async receive(max = 1) {
       if (options.priorityQueueUrl !== undefined) {
-        const urgent = await receiveFrom(options.priorityQueueUrl, 0);
+        const urgent = await receiveFrom(options.priorityQueueUrl, 0, max);
         if (urgent.length > 0) return urgent;
       }
-      return receiveFrom(queueUrl, options.waitSeconds ?? 5);
+      return receiveFrom(queueUrl, options.waitSeconds ?? 5, max);
     },
 
     async delete(command) {

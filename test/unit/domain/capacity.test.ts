@@ -42,7 +42,18 @@ describe('capacity configuration', () => {
       minWorkers: 2,
       maxWorkers: 4,
       backlogPerWorker: 10,
+      stepsPerWorker: 1,
     });
+  });
+
+  it('takes the steps a worker runs at once from the profile unless CAPSTAN_CAPACITY says', () => {
+    expect(capacityOf(undefined, 'dev-flex').stepsPerWorker).toBe(4);
+    expect(capacityOf(undefined, 'prod-standard').stepsPerWorker).toBe(2);
+    const parsed = parseConfig({ ...env, CAPSTAN_CAPACITY: '{"dev-flex": {"stepsPerWorker": 1}}' });
+    expect(capacityOf(parsed.CAPSTAN_CAPACITY, 'dev-flex').stepsPerWorker).toBe(1);
+    expect(() => parseConfig({ ...env, CAPSTAN_CAPACITY: '{"dev-flex": {"stepsPerWorker": 0}}' })).toThrow(
+      /CAPSTAN_CAPACITY/,
+    );
   });
 
   it('parses CAPSTAN_CAPACITY as JSON per profile', () => {

@@ -53,6 +53,18 @@ describe('log redaction', () => {
     logger.error('value temporary-value-1234');
     expect(lines.join('')).toContain('temporary-value-1234');
   });
+
+  it('keeps masking a secret two steps hold until the second lets it go', () => {
+    const logger = makeLogger('test-redaction');
+    holdSecrets(['shared-value-5678']);
+    holdSecrets(['shared-value-5678']);
+    releaseSecrets(['shared-value-5678']);
+    logger.error('first: shared-value-5678');
+    expect(lines.join('')).not.toContain('shared-value-5678');
+    releaseSecrets(['shared-value-5678']);
+    logger.error('second: shared-value-5678');
+    expect(lines.join('')).toContain('second: shared-value-5678');
+  });
 });
 
 describe('invocation context', () => {

@@ -71,9 +71,9 @@ export function fakeCommandSource() {
   const released: string[] = [];
   let wake: (() => void) | undefined;
   const source: CommandSource = {
-    receive: async () => {
+    receive: async (max = 1) => {
       if (queued.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-      return queued.splice(0, 1);
+      return queued.splice(0, max);
     },
     delete: async (c) => void deleted.push(c.id),
     release: async (c) => void released.push(c.id),

@@ -38,7 +38,7 @@ function heartbeat(
 
 describe('the heartbeat', () => {
   it('beats every heartbeat interval, reporting idle, until it is stopped', async () => {
-    const { beat, registry } = heartbeat(() => ({ receiving: true, completed: 3 }));
+    const { beat, registry } = heartbeat(() => ({ receiving: true, running: [], completed: 3 }));
     beat.start();
     await vi.advanceTimersByTimeAsync(14_999);
     expect(registry.beats).toHaveLength(0);
@@ -57,7 +57,7 @@ describe('the heartbeat', () => {
 
   it('renews the current lease to a lease length from now with each beat, and reports busy with it', async () => {
     const current = { cmd: command(), controller: new AbortController() };
-    const { beat, registry, renewals } = heartbeat(() => ({ receiving: true, current, completed: 0 }));
+    const { beat, registry, renewals } = heartbeat(() => ({ receiving: true, running: [current], completed: 0 }));
     beat.start();
     await vi.advanceTimersByTimeAsync(30_000);
     expect(renewals).toEqual([
@@ -71,21 +71,49 @@ describe('the heartbeat', () => {
 
   it('stops the action when the lease could not be renewed (taken over)', async () => {
     const current = { cmd: command(), controller: new AbortController() };
-    const { beat } = heartbeat(() => ({ receiving: true, current, completed: 0 }), { renews: false });
+    const { beat } = heartbeat(() => ({ receiving: true, running: [current], completed: 0 }), { renews: false });
     await beat.beat();
     expect(current.controller.signal.reason).toBeInstanceOf(ActionError);
     expect(current.controller.signal.reason).toMatchObject({ code: 'LEASE_LOST' });
   });
 
+  it('renews the lease of every step it runs, stops only the one whose lease was taken over, and reports the oldest', async () => {
+    const first = { cmd: command({ executionId: 'run-1.a' }), controller: new AbortController() };
+    const second = { cmd: command({ executionId: 'run-2.b', runId: 'run-2' }), controller: new AbortController() };
+    const registry = fakeWorkerStore();
+    const renewed: string[] = [];
+    const beat = new Heartbeat({
+      workerId: 'worker-1',
+      profile: 'dev-flex',
+      registration: { hostname: 'host', pid: 42, environment: 'dev', backends: {}, groups: [], version: 'test' },
+      workers: registry.store,
+      leases: {
+        renewLease: async (runId, executionId) => {
+          renewed.push(`${runId}/${executionId}`);
+          return executionId !== 'run-2.b';
+        },
+      },
+      heartbeatMs: 15_000,
+      leaseMs: 30_000,
+      activity: () => ({ receiving: true, running: [first, second], completed: 0 }),
+      log: () => undefined,
+    });
+    await beat.beat();
+    expect(renewed).toEqual(['run-1/run-1.a', 'run-2/run-2.b']);
+    expect(first.controller.signal.aborted).toBe(false);
+    expect(second.controller.signal.reason).toMatchObject({ code: 'LEASE_LOST' });
+    expect(registry.beats[0]).toMatchObject({ status: 'busy', currentExecutionId: 'run-1.a' });
+  });
+
   it('registers again when its beat is refused (declared dead while alive), and reports draining when draining', async () => {
-    const refused = heartbeat(() => ({ receiving: true, completed: 0 }), {
+    const refused = heartbeat(() => ({ receiving: true, running: [], completed: 0 }), {
       reply: { accepted: false, drainRequested: false },
     });
     await refused.beat.beat();
     expect(refused.registry.registered).toHaveLength(1);
     expect(refused.registry.registered[0]).toMatchObject({ workerId: 'worker-1', status: 'idle', pid: 42 });
 
-    const draining = heartbeat(() => ({ receiving: false, completed: 0 }), {
+    const draining = heartbeat(() => ({ receiving: false, running: [], completed: 0 }), {
       reply: { accepted: false, drainRequested: true },
     });
     await draining.beat.beat();
@@ -95,7 +123,7 @@ describe('the heartbeat', () => {
   });
 
   it('passes an operator drain request on once, while receiving', async () => {
-    const { beat, drains } = heartbeat(() => ({ receiving: true, completed: 0 }), {
+    const { beat, drains } = heartbeat(() => ({ receiving: true, running: [], completed: 0 }), {
       reply: { accepted: true, drainRequested: true },
     });
     await beat.beat();

@@ -83,7 +83,7 @@ describe('the step runner', () => {
     ]);
     expect(finished()).toEqual([{ outcome: 'succeeded', output: { said: 'hello [REDACTED]' } }]);
     expect(step.completed).toBe(1);
-    expect(step.current).toBeUndefined();
+    expect(step.running.get(command().executionId)).toBeUndefined();
   });
 
   it('fails the attempt, retryably, when a secret cannot be fetched', async () => {
@@ -100,7 +100,7 @@ describe('the step runner', () => {
     const running = step.run(command({ action: 'sleep', params: { ms: 60_000 }, timeoutMs: 5000 }));
     await vi.advanceTimersByTimeAsync(4999);
     expect(finished()).toEqual([]);
-    expect(step.current).toBeDefined();
+    expect(step.running.get(command().executionId)).toBeDefined();
     await vi.advanceTimersByTimeAsync(1);
     await running;
     expect(finished()).toEqual([
@@ -115,10 +115,27 @@ describe('the step runner', () => {
     const { step, finished, logs } = runner();
     const running = step.run(command({ action: 'sleep', params: { ms: 60_000 } }));
     await vi.advanceTimersByTimeAsync(10);
-    step.current?.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+    step.running.get(command().executionId)?.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
     await running;
     expect(finished()).toEqual([]);
     expect(step.completed).toBe(0);
     expect(logs.map((l) => l.message)).toContain('lease lost; the result is not recorded');
+  });
+
+  it("redacts each running step's secrets from the worker's log, whichever step logged, until that step ends", () => {
+    const lines: Array<Record<string, unknown> | undefined> = [];
+    const log = new RedactingLog((_message, fields) => lines.push(fields));
+    log.hold('a', (text) => text.replaceAll('secret-of-a', '[REDACTED]'));
+    log.hold('b', (text) => text.replaceAll('secret-of-b', '[REDACTED]'));
+    log.log('failed', { error: 'secret-of-a and secret-of-b' });
+    log.forget('a');
+    log.log('failed', { error: 'secret-of-a and secret-of-b' });
+    log.forget('b');
+    log.log('failed', { error: 'secret-of-b' });
+    expect(lines).toEqual([
+      { error: '[REDACTED] and [REDACTED]' },
+      { error: 'secret-of-a and [REDACTED]' },
+      { error: 'secret-of-b' },
+    ]);
   });
 });

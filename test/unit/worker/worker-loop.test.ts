@@ -182,4 +182,78 @@ describe('the worker loop', () => {
     await running;
     expect(calls.at(-1)).toBe('deregister');
   });
+
+  describe('with several slots', () => {
+    it('runs as many steps at once as it has slots, and takes the next command when one ends', async () => {
+      const { w, commands, reported } = worker(undefined, { slots: 2 });
+      const running = w.run();
+      for (const id of ['run-1.a', 'run-1.b', 'run-1.c']) commands.push(nap(id));
+      await vi.advanceTimersByTimeAsync(100);
+      expect(reported.filter((r) => r.kind === 'started')).toHaveLength(2);
+      expect(w.busy).toBe(true);
+
+      await vi.advanceTimersByTimeAsync(10_000);
+      // Both ended: their commands are deleted and the third has its slot.
+      expect(commands.deleted).toEqual(['run-1.a', 'run-1.b']);
+      expect(reported.filter((r) => r.kind === 'started')).toHaveLength(3);
+
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(commands.deleted).toEqual(['run-1.a', 'run-1.b', 'run-1.c']);
+      expect(w.completed).toBe(3);
+      const stopping = w.stop();
+      commands.idle();
+      await stopping;
+      await running;
+    });
+
+    it('on drain lets every running step finish before it deregisters', async () => {
+      const { w, commands, registry, reported } = worker(undefined, { slots: 3 });
+      const running = w.run();
+      commands.push(nap('run-1.a'));
+      commands.push(nap('run-1.b'));
+      await vi.advanceTimersByTimeAsync(100);
+      const stopping = w.stop();
+      commands.push(nap('run-1.late'));
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(registry.statuses).toEqual([]);
+      await vi.advanceTimersByTimeAsync(5000);
+      await stopping;
+      await running;
+      expect(reported.filter((r) => r.kind === 'finished')).toHaveLength(2);
+      expect(commands.deleted).toEqual(['run-1.a', 'run-1.b']);
+      expect(commands.released).toEqual(['run-1.late']);
+      expect(registry.statuses).toEqual(['deregistered']);
+    });
+
+    it('on abort stops every running action and gives up every lease', async () => {
+      const released: string[] = [];
+      const { w, commands, reported } = worker(undefined, {
+        slots: 2,
+        runs: {
+          acquireLease: async (_runId, executionId) => ({ claim: 'lease', execution: execution(executionId, 'leased') }),
+          renewLease: async (_runId, executionId, _owner, until) => {
+            if (until.getTime() <= Date.now()) released.push(executionId);
+            return true;
+          },
+          receipt: async () => undefined,
+        },
+      });
+      const running = w.run();
+      commands.push(nap('run-1.a'));
+      commands.push(nap('run-1.b'));
+      await vi.advanceTimersByTimeAsync(100);
+      await w.abort();
+      await vi.advanceTimersByTimeAsync(100);
+      expect(released.sort()).toEqual(['run-1.a', 'run-1.b']);
+      // An aborted action records its failure; neither step ran to its end.
+      expect(reported.filter((r) => r.kind === 'finished').map((r) => r.value)).toEqual([
+        expect.objectContaining({ outcome: 'failed', error: expect.objectContaining({ code: 'WORKER_STOPPED' }) }),
+        expect.objectContaining({ outcome: 'failed', error: expect.objectContaining({ code: 'WORKER_STOPPED' }) }),
+      ]);
+      const stopping = w.stop();
+      commands.idle();
+      await stopping;
+      await running;
+    });
+  });
 });
