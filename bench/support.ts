@@ -1,3 +1,4 @@
+import { capacityOf, capacitySchema } from '../shared/config.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -164,3 +165,8 @@ export function cleanUp(): void {
 }
 
 export const timeOf = (event: RunEvent) => Date.parse(event.timestamp);
+
+/** Steps a dev-flex worker runs at once in this bench: `CAPSTAN_CAPACITY`'s, else the profile's. */
+export function devFlexSlots(): number {
+  return capacityOf(capacitySchema.parse(JSON.parse(process.env.CAPSTAN_CAPACITY ?? '{}')), 'dev-flex').stepsPerWorker;
+}

@@ -16,8 +16,11 @@ export const profileCapacitySchema = z
     maxWorkers: z.number().int().min(1).max(1_000).default(4),
     /** Messages (waiting and in flight) one worker is expected to hold: the scaling target. */
     backlogPerWorker: z.number().int().min(1).max(10_000).default(10),
-    /** Steps one worker runs at once; the profile's `stepsPerWorker` when unset. */
-    stepsPerWorker: z.number().int().min(1).max(64).optional(),
+    /**
+     * Step executions one worker runs at once. More than one suits steps that mostly wait on other
+     * systems; see docs/capacity.md for what it costs when a worker dies. @default 1
+     */
+    stepsPerWorker: z.number().int().min(1).max(64).default(1),
   })
   .refine((c) => c.minWorkers === undefined || c.minWorkers <= c.maxWorkers, {
     message: 'minWorkers must not exceed maxWorkers',
@@ -31,9 +34,8 @@ export type ProfileCapacity = Required<z.infer<typeof profileCapacitySchema>>;
 /** A profile's capacity with every default filled in. */
 export function capacityOf(capacity: CapacityConfig | undefined, profile: SandboxProfileName): ProfileCapacity {
   const given = capacity?.[profile] ?? profileCapacitySchema.parse({});
-  const { container } = SANDBOX_PROFILES[profile];
-  const minWorkers = given.minWorkers ?? Math.min(container.desiredCount, given.maxWorkers);
-  return { ...given, minWorkers, stepsPerWorker: given.stepsPerWorker ?? container.stepsPerWorker };
+  const minWorkers = given.minWorkers ?? Math.min(SANDBOX_PROFILES[profile].container.desiredCount, given.maxWorkers);
+  return { ...given, minWorkers };
 }
 
 /** JSON text parsed, then checked by `schema`; bad JSON is an issue on the variable, not a throw. */

@@ -2,6 +2,7 @@ import { invocationCounts } from '../../local/lambdas.js';
 import type { RunEvent } from '../../shared/domain/events.js';
 import {
   createRun,
+  devFlexSlots,
   fixed,
   ms,
   percentile,
@@ -133,7 +134,7 @@ export const runsScenario: Scenario = async (progress) => {
 
     return {
       title: 'Runs end to end',
-      setup: `${RUNS} runs of a ${STEPS}-step no-op runbook (test.echo), created ${CONCURRENT_CREATES} at a time after ${warmupIds.length} warm-up runs, two dev-flex workers, requests counted at the local DynamoDB and SQS endpoints`,
+      setup: `${RUNS} runs of a ${STEPS}-step no-op runbook (test.echo), created ${CONCURRENT_CREATES} at a time after ${warmupIds.length} warm-up runs, two dev-flex workers (${devFlexSlots()} steps at once each), requests counted at the local DynamoDB and SQS endpoints`,
       measures: [
         {
           name: 'runs ended',
@@ -149,7 +150,7 @@ export const runsScenario: Scenario = async (progress) => {
         {
           name: 'step dispatch-to-start p50 / p99',
           value: `${ms(percentile(dispatchToStart, 50))} / ${ms(percentile(dispatchToStart, 99))}`,
-          note: 'includes the queue wait: every run is in flight at once and each worker runs one step at a time',
+          note: "includes the queue wait: every run is in flight at once and each worker runs its profile's stepsPerWorker steps at a time",
         },
         {
           name: 'runs per second',

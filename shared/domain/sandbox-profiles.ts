@@ -32,11 +32,6 @@ export interface SandboxProfile {
     /** `none`: only the AWS endpoints the worker needs (through VPC endpoints); `https`: outbound 443 anywhere. */
     readonly egress: 'none' | 'https';
     readonly desiredCount: number;
-    /**
-     * Steps one worker runs at once. Steps are mostly waits on other systems, so a worker can hold
-     * several; a profile that wants each step alone in its container says 1.
-     */
-    readonly stepsPerWorker: number;
   };
   /** Seconds a worker has to finish its current step after SIGTERM; ECS's stop timeout matches. */
   readonly stopTimeoutSeconds: number;
@@ -57,7 +52,7 @@ export const SANDBOX_PROFILES: Readonly<Record<SandboxProfileName, SandboxProfil
       actions: [...TEST_AND_READ_ONLY, 'aws.ecs.forceNewDeployment', 'aws.secretsmanager.rotateSecret'],
     },
     rollbackRequired: true,
-    container: { cpu: 512, memoryMiB: 1024, readOnlyRootFilesystem: true, egress: 'none', desiredCount: 2, stepsPerWorker: 1 },
+    container: { cpu: 512, memoryMiB: 1024, readOnlyRootFilesystem: true, egress: 'none', desiredCount: 2 },
     stopTimeoutSeconds: 120,
     queueVisibilitySeconds: 120,
     maxReceiveCount: 5,
@@ -70,7 +65,7 @@ export const SANDBOX_PROFILES: Readonly<Record<SandboxProfileName, SandboxProfil
       actions: [...TEST_AND_READ_ONLY, 'http.post', 'script.run', 'aws.*'],
     },
     rollbackRequired: true,
-    container: { cpu: 512, memoryMiB: 1024, readOnlyRootFilesystem: true, egress: 'https', desiredCount: 2, stepsPerWorker: 2 },
+    container: { cpu: 512, memoryMiB: 1024, readOnlyRootFilesystem: true, egress: 'https', desiredCount: 2 },
     stopTimeoutSeconds: 120,
     queueVisibilitySeconds: 120,
     maxReceiveCount: 5,
@@ -80,7 +75,7 @@ export const SANDBOX_PROFILES: Readonly<Record<SandboxProfileName, SandboxProfil
     environment: 'staging',
     commandScope: { mode: 'allow', actions: [...TEST_AND_READ_ONLY, 'http.*', 'script.run', 'aws.*'] },
     rollbackRequired: false,
-    container: { cpu: 256, memoryMiB: 512, readOnlyRootFilesystem: true, egress: 'https', desiredCount: 1, stepsPerWorker: 4 },
+    container: { cpu: 256, memoryMiB: 512, readOnlyRootFilesystem: true, egress: 'https', desiredCount: 1 },
     stopTimeoutSeconds: 60,
     queueVisibilitySeconds: 60,
     maxReceiveCount: 5,
@@ -90,7 +85,7 @@ export const SANDBOX_PROFILES: Readonly<Record<SandboxProfileName, SandboxProfil
     environment: 'dev',
     commandScope: { mode: 'deny', actions: ['aws.secretsmanager.rotateSecret'] },
     rollbackRequired: false,
-    container: { cpu: 256, memoryMiB: 512, readOnlyRootFilesystem: false, egress: 'https', desiredCount: 1, stepsPerWorker: 4 },
+    container: { cpu: 256, memoryMiB: 512, readOnlyRootFilesystem: false, egress: 'https', desiredCount: 1 },
     stopTimeoutSeconds: 60,
     queueVisibilitySeconds: 60,
     maxReceiveCount: 5,

@@ -46,11 +46,11 @@ describe('capacity configuration', () => {
     });
   });
 
-  it('takes the steps a worker runs at once from the profile unless CAPSTAN_CAPACITY says', () => {
-    expect(capacityOf(undefined, 'dev-flex').stepsPerWorker).toBe(4);
-    expect(capacityOf(undefined, 'prod-standard').stepsPerWorker).toBe(2);
-    const parsed = parseConfig({ ...env, CAPSTAN_CAPACITY: '{"dev-flex": {"stepsPerWorker": 1}}' });
-    expect(capacityOf(parsed.CAPSTAN_CAPACITY, 'dev-flex').stepsPerWorker).toBe(1);
+  it('runs one step per worker unless CAPSTAN_CAPACITY gives the profile more', () => {
+    expect(capacityOf(undefined, 'dev-flex').stepsPerWorker).toBe(1);
+    const parsed = parseConfig({ ...env, CAPSTAN_CAPACITY: '{"dev-flex": {"stepsPerWorker": 4}}' });
+    expect(capacityOf(parsed.CAPSTAN_CAPACITY, 'dev-flex').stepsPerWorker).toBe(4);
+    expect(capacityOf(parsed.CAPSTAN_CAPACITY, 'prod-critical').stepsPerWorker).toBe(1);
     expect(() => parseConfig({ ...env, CAPSTAN_CAPACITY: '{"dev-flex": {"stepsPerWorker": 0}}' })).toThrow(
       /CAPSTAN_CAPACITY/,
     );

@@ -115,7 +115,9 @@ describe('the step runner', () => {
     const { step, finished, logs } = runner();
     const running = step.run(command({ action: 'sleep', params: { ms: 60_000 } }));
     await vi.advanceTimersByTimeAsync(10);
-    step.running.get(command().executionId)?.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+    step.running
+      .get(command().executionId)
+      ?.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
     await running;
     expect(finished()).toEqual([]);
     expect(step.completed).toBe(0);

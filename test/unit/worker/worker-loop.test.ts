@@ -230,7 +230,10 @@ describe('the worker loop', () => {
       const { w, commands, reported } = worker(undefined, {
         slots: 2,
         runs: {
-          acquireLease: async (_runId, executionId) => ({ claim: 'lease', execution: execution(executionId, 'leased') }),
+          acquireLease: async (_runId, executionId) => ({
+            claim: 'lease',
+            execution: execution(executionId, 'leased'),
+          }),
           renewLease: async (_runId, executionId, _owner, until) => {
             if (until.getTime() <= Date.now()) released.push(executionId);
             return true;
