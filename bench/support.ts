@@ -166,6 +166,9 @@ export function cleanUp(): void {
 
 export const timeOf = (event: RunEvent) => Date.parse(event.timestamp);
 
+/** How many steps a worker runs at once, in words: "one step", "4 steps". */
+export const stepsAtOnce = (slots: number) => (slots === 1 ? 'one step' : `${slots} steps`);
+
 /** Steps a dev-flex worker runs at once in this bench: `CAPSTAN_CAPACITY`'s, else the profile's. */
 export function devFlexSlots(): number {
   return capacityOf(capacitySchema.parse(JSON.parse(process.env.CAPSTAN_CAPACITY ?? '{}')), 'dev-flex').stepsPerWorker;

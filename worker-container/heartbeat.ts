@@ -76,11 +76,19 @@ export class Heartbeat {
   async beat(): Promise<void> {
     const { leases, workerId, workers, leaseMs } = this.options;
     const until = new Date(Date.now() + leaseMs);
-    await Promise.all(
+    // A renewal that fails (not refused: failed) is tried again next beat; the beat goes on.
+    await Promise.allSettled(
       this.options.activity().running.map(async ({ cmd, controller }) => {
-        const held = await leases.renewLease(cmd.runId, cmd.executionId, workerId, until);
-        if (held) recordMetric('leaseExtensions', 1, { sandboxProfile: this.options.profile });
-        else controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+        try {
+          const held = await leases.renewLease(cmd.runId, cmd.executionId, workerId, until);
+          if (held) recordMetric('leaseExtensions', 1, { sandboxProfile: this.options.profile });
+          else controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+        } catch (error) {
+          this.options.log('lease renewal failed', {
+            executionId: cmd.executionId,
+            error: (error as Error).message,
+          });
+        }
       }),
     );
     const usage = process.cpuUsage();
@@ -90,9 +98,10 @@ export class Heartbeat {
     this.cpu = { usage, at };
     // Read again: steps may have ended while the leases were renewed.
     const activity = this.options.activity();
-    const oldest = activity.running[0];
+    // The oldest step it still holds: one whose lease was taken over is only winding down.
+    const oldest = activity.running.find(({ controller }) => !controller.signal.aborted);
     const reply = await workers.heartbeat(workerId, {
-      status: activity.receiving ? (oldest ? 'busy' : 'idle') : 'draining',
+      status: activity.receiving ? (activity.running.length > 0 ? 'busy' : 'idle') : 'draining',
       at: new Date().toISOString(),
       ...(oldest && { currentExecutionId: oldest.cmd.executionId }),
       stats: { cpuPercent, rssBytes: process.memoryUsage().rss, tasksCompleted: activity.completed },

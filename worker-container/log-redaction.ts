@@ -1,31 +1,41 @@
-import { type Redact, redactJson } from '../shared/domain/redaction.js';
+import { makeRedactor, type Redact, redactJson } from '../shared/domain/redaction.js';
 
 export type Log = (message: string, fields?: Record<string, unknown>) => void;
 
 /**
- * The worker's log while steps hold secrets: every field is redacted with the redactor of every
- * step running now, so a secret value that reaches an error message or a stack never reaches the
+ * The worker's log while steps hold secrets: every field is redacted with one redactor over the
+ * secrets of every step running now (longest value first, so a secret that contains another is
+ * masked whole), so a secret value that reaches an error message or a stack never reaches the
  * log, whichever of the worker's steps logged it.
  */
 export class RedactingLog {
-  private readonly held = new Map<string, Redact>();
+  private readonly held = new Map<string, readonly string[]>();
+  private redact?: Redact;
 
-  constructor(private readonly sink: Log) {}
+  constructor(
+    private readonly sink: Log,
+    /** Patterns redacted besides the secret values; the default credential patterns when not given. */
+    private readonly patterns?: readonly RegExp[],
+  ) {}
 
   /** The secrets of the step execution `key` were fetched: redact them from every field from now on. */
-  hold(key: string, redact: Redact): void {
-    this.held.set(key, redact);
+  hold(key: string, secrets: readonly string[]): void {
+    this.held.set(key, secrets);
+    this.rebuild();
   }
 
   /** The step execution `key` ended: nothing of its secrets outlives it in this worker. */
   forget(key: string): void {
-    this.held.delete(key);
+    if (this.held.delete(key)) this.rebuild();
   }
 
   readonly log: Log = (message, fields) => {
-    if (!fields || this.held.size === 0) return this.sink(message, fields);
-    let redacted = fields;
-    for (const redact of this.held.values()) redacted = redactJson(redacted, redact);
-    this.sink(message, redacted);
+    const redact = this.redact;
+    this.sink(message, fields && redact ? redactJson(fields, redact) : fields);
   };
+
+  private rebuild(): void {
+    this.redact =
+      this.held.size === 0 ? undefined : makeRedactor([...new Set([...this.held.values()].flat())], this.patterns);
+  }
 }

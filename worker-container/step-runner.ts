@@ -51,18 +51,18 @@ interface Prepared {
   readonly secretIds: string[];
 }
 
-/**
- * Runs one leased step execution: reports the receipt's result if the effect already happened;
- * refuses what the profile or this worker does not allow; otherwise fetches its secrets, runs the
- * action under its timeout (and the heartbeat's abort when the lease is lost), streams its output
- * and records the result, secrets redacted everywhere.
- */
 /** A step execution whose action runs now, with the controller that stops it. */
 export interface RunningStep {
   readonly cmd: StepCommand;
   readonly controller: AbortController;
 }
 
+/**
+ * Runs one leased step execution: reports the receipt's result if the effect already happened;
+ * refuses what the profile or this worker does not allow; otherwise fetches its secrets, runs the
+ * action under its timeout (and the heartbeat's abort when the lease is lost), streams its output
+ * and records the result, secrets redacted everywhere.
+ */
 export class StepRunner {
   /** The step executions whose actions run now, by execution id. */
   readonly running = new Map<string, RunningStep>();
@@ -129,7 +129,7 @@ export class StepRunner {
       const secrets = await this.fetchSecrets(prepared.secretIds);
       held = Object.values(secrets);
       redact = makeRedactor(held, redactPatterns);
-      log.hold(cmd.executionId, redact);
+      log.hold(cmd.executionId, held);
       holdSecrets(held);
       const artifact = this.options.artifacts?.sinkFor(cmd, this.options.workerId);
       const result = await runAction(prepared, cmd, secrets, controller.signal, output.push, artifact);

@@ -79,7 +79,7 @@ export class Worker {
 
   constructor(private readonly options: WorkerOptions) {
     this.slots = Math.max(1, options.slots ?? 1);
-    this.logger = new RedactingLog(options.log);
+    this.logger = new RedactingLog(options.log, options.redactPatterns);
     this.runner = new StepRunner({ ...options, receipts: options.runs, log: this.logger });
     this.heartbeat = new Heartbeat({
       ...options,
@@ -130,10 +130,15 @@ export class Worker {
    */
   async abort(): Promise<void> {
     const now = new Date();
-    await Promise.all(
-      [...this.runner.running.values()].map(({ cmd, controller }) => {
+    // Every release is tried, whichever fails.
+    await Promise.allSettled(
+      [...this.runner.running.values()].map(async ({ cmd, controller }) => {
         controller.abort(new ActionError('WORKER_STOPPED', 'the worker was stopped', true));
-        return this.options.runs.renewLease(cmd.runId, cmd.executionId, this.options.workerId, now);
+        try {
+          await this.options.runs.renewLease(cmd.runId, cmd.executionId, this.options.workerId, now);
+        } catch (error) {
+          this.logger.log('lease release failed', { executionId: cmd.executionId, error: (error as Error).message });
+        }
       }),
     );
   }
@@ -187,7 +192,11 @@ export class Worker {
     const handled: Promise<void> = this.handle(command)
       .catch((error: unknown) => {
         // The command stays; it is received again after its visibility timeout.
-        this.logger.log('command failed', { error: (error as Error).message, stack: (error as Error).stack });
+        try {
+          this.logger.log('command failed', { error: (error as Error).message, stack: (error as Error).stack });
+        } catch {
+          // A log that throws must not take the worker down with an unhandled rejection.
+        }
       })
       .finally(() => this.handling.delete(handled));
     this.handling.add(handled);

@@ -11,6 +11,7 @@ import {
   type Scenario,
   settle,
   startBenchStack,
+  stepsAtOnce,
   timeOf,
 } from '../support.js';
 
@@ -134,7 +135,7 @@ export const runsScenario: Scenario = async (progress) => {
 
     return {
       title: 'Runs end to end',
-      setup: `${RUNS} runs of a ${STEPS}-step no-op runbook (test.echo), created ${CONCURRENT_CREATES} at a time after ${warmupIds.length} warm-up runs, two dev-flex workers (${devFlexSlots()} steps at once each), requests counted at the local DynamoDB and SQS endpoints`,
+      setup: `${RUNS} runs of a ${STEPS}-step no-op runbook (test.echo), created ${CONCURRENT_CREATES} at a time after ${warmupIds.length} warm-up runs, two dev-flex workers (${stepsAtOnce(devFlexSlots())} at once each), requests counted at the local DynamoDB and SQS endpoints`,
       measures: [
         {
           name: 'runs ended',

@@ -12,6 +12,7 @@ import {
   settle,
   sleep,
   startBenchStack,
+  stepsAtOnce,
   timeOf,
 } from '../support.js';
 import type { RunEvent } from '../../shared/domain/events.js';
@@ -200,12 +201,12 @@ export const workersScenario: Scenario = async (progress) => {
     {
       name: "lease acquisition p50 / p99, after each worker's first",
       value: `${ms(percentile(steady, 50))} / ${ms(percentile(steady, 99))}`,
-      note: `${steady.length} leases; each worker's first measured leases (one per slot, ${slots} steps at once), taken during the burst of ${runs} run creations: ${firstLeases.map((l) => ms(l)).join(', ')}`,
+      note: `${steady.length} leases; each worker's first measured leases (one per slot, ${stepsAtOnce(slots)} at once), taken during the burst of ${runs} run creations: ${firstLeases.map((l) => ms(l)).join(', ')}`,
     },
     {
       name: 'sleep-bound steps per second, 1 / 3 workers',
       value: `${fixed(one.stepsPerSecond)} / ${fixed(three.stepsPerSecond)}`,
-      note: `ratio ${fixed(three.stepsPerSecond / one.stepsPerSecond)} (ideal 3, until the runs run out); ${runs} steps of ${SLEEP_MS} ms, ${slots} at once per worker`,
+      note: `ratio ${fixed(three.stepsPerSecond / one.stepsPerSecond)} (ideal 3, until the runs run out); ${runs} steps of ${SLEEP_MS} ms, ${stepsAtOnce(slots)} at once per worker`,
     },
   ];
   return {

@@ -80,6 +80,7 @@ describe('the heartbeat', () => {
   it('renews the lease of every step it runs, stops only the one whose lease was taken over, and reports the oldest', async () => {
     const first = { cmd: command({ executionId: 'run-1.a' }), controller: new AbortController() };
     const second = { cmd: command({ executionId: 'run-2.b', runId: 'run-2' }), controller: new AbortController() };
+    const running = [first, second];
     const registry = fakeWorkerStore();
     const renewed: string[] = [];
     const beat = new Heartbeat({
@@ -95,7 +96,7 @@ describe('the heartbeat', () => {
       },
       heartbeatMs: 15_000,
       leaseMs: 30_000,
-      activity: () => ({ receiving: true, running: [first, second], completed: 0 }),
+      activity: () => ({ receiving: true, running, completed: 0 }),
       log: () => undefined,
     });
     await beat.beat();
@@ -103,6 +104,42 @@ describe('the heartbeat', () => {
     expect(first.controller.signal.aborted).toBe(false);
     expect(second.controller.signal.reason).toMatchObject({ code: 'LEASE_LOST' });
     expect(registry.beats[0]).toMatchObject({ status: 'busy', currentExecutionId: 'run-1.a' });
+    // Once the oldest lease is taken over too, that step is only winding down: the next one is reported.
+    first.controller.abort(new ActionError('LEASE_LOST', 'the lease was taken over', true));
+    const third = { cmd: command({ executionId: 'run-3.c', runId: 'run-3' }), controller: new AbortController() };
+    running.push(third);
+    await beat.beat();
+    expect(registry.beats[1]).toMatchObject({ status: 'busy', currentExecutionId: 'run-3.c' });
+  });
+
+  it('beats even when renewing one lease fails, and renews the others', async () => {
+    const first = { cmd: command({ executionId: 'run-1.a' }), controller: new AbortController() };
+    const second = { cmd: command({ executionId: 'run-1.b' }), controller: new AbortController() };
+    const registry = fakeWorkerStore();
+    const renewed: string[] = [];
+    const logged: string[] = [];
+    const beat = new Heartbeat({
+      workerId: 'worker-1',
+      profile: 'dev-flex',
+      registration: { hostname: 'host', pid: 42, environment: 'dev', backends: {}, groups: [], version: 'test' },
+      workers: registry.store,
+      leases: {
+        renewLease: async (_runId, executionId) => {
+          if (executionId === 'run-1.a') throw new Error('throttled');
+          renewed.push(executionId);
+          return true;
+        },
+      },
+      heartbeatMs: 15_000,
+      leaseMs: 30_000,
+      activity: () => ({ receiving: true, running: [first, second], completed: 0 }),
+      log: (message) => logged.push(message),
+    });
+    await beat.beat();
+    expect(renewed).toEqual(['run-1.b']);
+    expect(logged).toEqual(['lease renewal failed']);
+    expect(first.controller.signal.aborted).toBe(false);
+    expect(registry.beats).toHaveLength(1);
   });
 
   it('registers again when its beat is refused (declared dead while alive), and reports draining when draining', async () => {

@@ -127,8 +127,8 @@ describe('the step runner', () => {
   it("redacts each running step's secrets from the worker's log, whichever step logged, until that step ends", () => {
     const lines: Array<Record<string, unknown> | undefined> = [];
     const log = new RedactingLog((_message, fields) => lines.push(fields));
-    log.hold('a', (text) => text.replaceAll('secret-of-a', '[REDACTED]'));
-    log.hold('b', (text) => text.replaceAll('secret-of-b', '[REDACTED]'));
+    log.hold('a', ['secret-of-a']);
+    log.hold('b', ['secret-of-b']);
     log.log('failed', { error: 'secret-of-a and secret-of-b' });
     log.forget('a');
     log.log('failed', { error: 'secret-of-a and secret-of-b' });
@@ -139,5 +139,14 @@ describe('the step runner', () => {
       { error: 'secret-of-a and [REDACTED]' },
       { error: 'secret-of-b' },
     ]);
+  });
+
+  it("masks a step's secret whole when another step's secret is part of it", () => {
+    const lines: Array<Record<string, unknown> | undefined> = [];
+    const log = new RedactingLog((_message, fields) => lines.push(fields));
+    log.hold('a', ['hunter2pw']);
+    log.hold('b', ['hunter2pw-SUPERSECRETTAIL']);
+    log.log('failed', { error: 'connect failed hunter2pw-SUPERSECRETTAIL' });
+    expect(lines).toEqual([{ error: 'connect failed [REDACTED]' }]);
   });
 });
