@@ -130,32 +130,41 @@ export function makeDispatch(deps: DispatchDeps) {
         try {
           const committed = await deps.runs.mutate(
             runId,
-            () => ({
-              run: { currentStepId: step.id, updatedAt: now },
-              events: [
-                ...admitted.events,
-                draft(
-                  'step.dispatched',
-                  now,
-                  {
-                    kind,
-                    attempt,
-                    backend: body.backend,
-                    action: body.action,
-                    targets: [execution.targetId],
+            // Read again after a refused write: a cancel that came in since means nothing is written.
+            (current) =>
+              current.run.cancelRequested
+                ? undefined
+                : {
+                    run: { currentStepId: step.id, updatedAt: now },
+                    events: [
+                      ...admitted.events,
+                      draft(
+                        'step.dispatched',
+                        now,
+                        {
+                          kind,
+                          attempt,
+                          backend: body.backend,
+                          action: body.action,
+                          targets: [execution.targetId],
+                        },
+                        { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
+                      ),
+                    ],
+                    writes: [
+                      ...admitted.writes,
+                      ...executions.map((e) => writes.putExecution(e)),
+                      writes.putAggregate(runId, written),
+                    ],
                   },
-                  { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
-                ),
-              ],
-              writes: [
-                ...admitted.writes,
-                ...executions.map((e) => writes.putExecution(e)),
-                writes.putAggregate(runId, written),
-              ],
-            }),
             record,
           );
-          fresh = { aggregate: written, executions, head: committed?.record.head ?? record.head };
+          if (!committed) {
+            // Cancelled between this task's read and its write: nothing to send, Plan ends the run.
+            await deps.callbacks.succeed(taskToken, { stepId: step.id, kind, attempt, cancelled: true });
+            return;
+          }
+          fresh = { aggregate: written, executions, head: committed.record.head };
         } catch (error) {
           // Another dispatch of the same attempt won: fall through to re-attach.
           if (!(error instanceof StaleWriteError)) throw error;

@@ -20,7 +20,7 @@ import type { RunStore } from '../../../shared/app/ports/runs.js';
 import type { ApprovalStore } from '../../../shared/app/ports/approvals.js';
 import type { RunbookStore } from '../../../shared/app/ports.js';
 import { makeRegisterRunbook } from '../../../shared/app/runbooks.js';
-import { createRunBodySchema, makeCreateRun } from '../../../shared/app/runs.js';
+import { createRunBodySchema, makeCancelRun, makeCreateRun } from '../../../shared/app/runs.js';
 import { makeStepResults } from '../../../shared/app/step-results.js';
 import type { Principal } from '../../../shared/domain/entities.js';
 import { ForbiddenError } from '../../../shared/domain/errors.js';
@@ -211,6 +211,39 @@ describe('Dispatch', () => {
     expect(await runs.executions(runId)).toEqual([expect.objectContaining({ status: 'failed' })]);
     expect(callbacks.succeeded).toEqual([{ taskToken: 'token-1', output: expect.objectContaining({ refused: true }) }]);
     expect(await types(runId)).toContain('step.failed');
+  });
+
+  it('sends nothing for a run cancelled between its read and its write, and resumes the task as cancelled', async () => {
+    const runId = await startRun([echo('one')]);
+    const decision = dispatchOf(await interpreter().planNext(runId));
+    // Dispatch reads the run before the cancel; the cancel commits before Dispatch writes.
+    const cancel = makeCancelRun({ runs, clock, callbacks });
+    const racing: RunStore = {
+      ...runs,
+      async load(id) {
+        const record = await runs.load(id);
+        await cancel(olive, runId);
+        return record;
+      },
+    };
+    const dispatch = makeDispatch({
+      inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
+      runbooks,
+      runs: racing,
+      approvals,
+      clock,
+      callbacks,
+      queue,
+    });
+    await dispatch(runId, decision, 'token-1');
+    expect(queue.sent).toEqual([]);
+    expect(await runs.executions(runId)).toEqual([]);
+    expect(await types(runId)).not.toContain('step.dispatched');
+    expect(callbacks.succeeded).toEqual([
+      { taskToken: 'token-1', output: expect.objectContaining({ stepId: 'one', cancelled: true }) },
+    ]);
+    // Plan then ends the run as cancelled.
+    expect(await interpreter().planNext(runId)).toMatchObject({ action: 'cancelled' });
   });
 
   it('fails an execution whose command the queue refuses for good, and resumes the task once', async () => {
