@@ -1,7 +1,7 @@
-import { capacityOf, capacitySchema } from '../shared/config.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { capacityOf, configSchema } from '../shared/config.js';
 import { type LocalStack, type LocalStackOptions, startLocalStack } from '../local/stack.js';
 import type { RunEvent } from '../shared/domain/events.js';
 import { freePortBlock } from '../test/support/local-dynamodb.js';
@@ -169,7 +169,8 @@ export const timeOf = (event: RunEvent) => Date.parse(event.timestamp);
 /** How many steps a worker runs at once, in words: "one step", "4 steps". */
 export const stepsAtOnce = (slots: number) => (slots === 1 ? 'one step' : `${slots} steps`);
 
-/** Steps a dev-flex worker runs at once in this bench: `CAPSTAN_CAPACITY`'s, else the profile's. */
+/** Steps a dev-flex worker runs at once in this bench: as `CAPSTAN_CAPACITY` says, else one. */
 export function devFlexSlots(): number {
-  return capacityOf(capacitySchema.parse(JSON.parse(process.env.CAPSTAN_CAPACITY ?? '{}')), 'dev-flex').stepsPerWorker;
+  const capacity = configSchema.shape.CAPSTAN_CAPACITY.parse(process.env.CAPSTAN_CAPACITY);
+  return capacityOf(capacity, 'dev-flex').stepsPerWorker;
 }

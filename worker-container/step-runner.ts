@@ -15,7 +15,6 @@ import {
 import type { RedactingLog } from './log-redaction.js';
 import { OutputBuffer, type OutputChunk } from './output-buffer.js';
 import type { ArtifactStore } from './artifacts.js';
-import { holdSecrets, releaseSecrets } from '../shared/observability/logger.js';
 import { recordMetric } from '../shared/observability/metrics.js';
 import { withSpan } from '../shared/observability/tracing.js';
 
@@ -130,7 +129,6 @@ export class StepRunner {
       held = Object.values(secrets);
       redact = makeRedactor(held, redactPatterns);
       log.hold(cmd.executionId, held);
-      holdSecrets(held);
       const artifact = this.options.artifacts?.sinkFor(cmd, this.options.workerId);
       const result = await runAction(prepared, cmd, secrets, controller.signal, output.push, artifact);
       outcome = { outcome: 'succeeded', ...(result.output && { output: redactJson(result.output, redact) }) };
@@ -155,7 +153,6 @@ export class StepRunner {
     // What the step printed last is recorded with its result.
     const lastOutput = await output.drain();
     log.forget(cmd.executionId);
-    releaseSecrets(held);
     const reason: unknown = controller.signal.reason;
     return controller.signal.aborted && reason instanceof ActionError && reason.code === 'LEASE_LOST'
       ? 'lease lost'

@@ -96,8 +96,10 @@ export function makeDispatch(deps: DispatchDeps) {
     // Writing first is the common case; only a cancel needs to know beforehand what was written.
     const existing = cancelled ? await deps.runs.aggregate(runId, kind, step.id, attempt) : undefined;
     // Cancelled before this attempt was written: nothing to send, Plan ends the run.
+    const resumeCancelled = () =>
+      deps.callbacks.succeed(taskToken, { stepId: step.id, kind, attempt, cancelled: true });
     if (!existing && cancelled) {
-      await deps.callbacks.succeed(taskToken, { stepId: step.id, kind, attempt, cancelled: true });
+      await resumeCancelled();
       return;
     }
     let fresh: { aggregate: Aggregate; executions: readonly StepExecution[]; head: ChainHead } | undefined;
@@ -160,8 +162,8 @@ export function makeDispatch(deps: DispatchDeps) {
             record,
           );
           if (!committed) {
-            // Cancelled between this task's read and its write: nothing to send, Plan ends the run.
-            await deps.callbacks.succeed(taskToken, { stepId: step.id, kind, attempt, cancelled: true });
+            // Cancelled between this task's read and its write: the same.
+            await resumeCancelled();
             return;
           }
           fresh = { aggregate: written, executions, head: committed.record.head };

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack.js';
 import type { RunEvent } from '../../shared/domain/events.js';
-import { callApi, until as waitUntil } from '../support/stack-api.js';
+import { stackClient } from '../support/stack-api.js';
 import { startTestStack, stopTestStack } from '../support/test-stack.js';
 
 const SLOTS = 3;
@@ -34,33 +34,7 @@ beforeAll(async () => {
 
 afterAll(() => stopTestStack(stack, home));
 
-const api = (method: string, path: string, body?: unknown) =>
-  callApi(stack.restUrl, stack.issuer.tokens.operator ?? '', method, path, body);
-
-const until = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000) =>
-  waitUntil(what, probe, timeoutMs, () => log.slice(-30).join('\n'));
-
-async function register(doc: Record<string, unknown>) {
-  const response = await api('POST', '/runbooks', doc);
-  expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
-}
-
-async function startRun(runbookId: string): Promise<string> {
-  const response = await api('POST', '/runs', { runbookId });
-  expect(response.status).toBe(202);
-  return String(response.body.runId);
-}
-
-async function events(runId: string): Promise<RunEvent[]> {
-  return (await api('GET', `/runs/${runId}/events?limit=1000`)).body.events as RunEvent[];
-}
-
-async function ended(runId: string) {
-  return until(`run ${runId} to end`, async () => {
-    const { body } = await api('GET', `/runs/${runId}`);
-    return ['succeeded', 'failed', 'cancelled', 'paused'].includes(String(body.status)) ? body : undefined;
-  });
-}
+const { api, until, register, startRun, events, finished } = stackClient(() => stack, log);
 
 const at = (event: RunEvent | undefined) => Date.parse(event?.timestamp ?? '');
 
@@ -80,7 +54,7 @@ describe('a worker with several slots, on the local stack', () => {
       );
     });
     expect(busy.currentExecutionId).toMatch(/^run-/);
-    for (const runId of runIds) expect((await ended(runId)).status).toBe('succeeded');
+    for (const runId of runIds) expect((await finished(runId)).status).toBe('succeeded');
     const logs = await Promise.all(runIds.map(events));
     const starts = logs.map((l) => at(l.find((e) => e.type === 'step.started')));
     const ends = logs.map((l) => at(l.find((e) => e.type === 'step.succeeded')));
@@ -111,7 +85,7 @@ describe('a worker with several slots, on the local stack', () => {
       steps: [{ id: 'nap', backend: 'test', action: 'sleep', params: { ms: 1000 } }],
     });
     const runIds = await Promise.all([startRun('slot-plain'), startRun('slot-secret'), startRun('slot-secret')]);
-    for (const runId of runIds) expect((await ended(runId)).status).toBe('succeeded');
+    for (const runId of runIds) expect((await finished(runId)).status).toBe('succeeded');
     const all = await Promise.all(runIds.map(events));
     expect(JSON.stringify(all)).toContain('token is [REDACTED]');
     expect(JSON.stringify(all)).not.toContain(SECRET_VALUE);

@@ -6,10 +6,9 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, LOCAL_NAMES, startLocalStack } from '../../local/stack.js';
 import { makeCounters } from '../../shared/adapters/dynamodb/counters.js';
-import type { RunEvent } from '../../shared/domain/events.js';
 import { freePortBlock } from '../support/local-dynamodb.js';
 import { startRelayedWorker } from '../support/relayed-worker.js';
-import { callApi, until as waitUntil } from '../support/stack-api.js';
+import { stackClient } from '../support/stack-api.js';
 import { makeScriptBackend } from '../../worker-container/backends/script.js';
 
 const SECRET_VALUE = 'sk-live-7f3a9c1e5b2d4f60';
@@ -17,7 +16,6 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 let stack: LocalStack;
 let home: string;
-let token: string;
 const log: string[] = [];
 
 beforeAll(async () => {
@@ -39,7 +37,6 @@ beforeAll(async () => {
     },
     log: (line) => log.push(line),
   });
-  token = stack.issuer.tokens.operator!;
 }, 60_000);
 
 afterAll(async () => {
@@ -47,42 +44,12 @@ afterAll(async () => {
   rmSync(home, { recursive: true, force: true });
 });
 
-const api = (method: string, path: string, body?: unknown, as = token) =>
-  callApi(stack.restUrl, as, method, path, body);
+const { api, until, register, startRun, events, finished } = stackClient(() => stack, log);
 
 type WorkerView = { workerId: string; pid: number; status: string; sandboxProfile: string; backends: object };
 
 async function workers(): Promise<WorkerView[]> {
   return (await api('GET', '/workers')).body.workers as WorkerView[];
-}
-
-async function register(doc: Record<string, unknown>) {
-  const response = await api('POST', '/runbooks', doc);
-  expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
-}
-
-async function startRun(runbookId: string) {
-  const response = await api('POST', '/runs', { runbookId });
-  expect(response.status).toBe(202);
-  return String(response.body.runId);
-}
-
-const until = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000) =>
-  waitUntil(what, probe, timeoutMs, () => log.slice(-30).join('\n'));
-
-async function events(runId: string): Promise<RunEvent[]> {
-  return (await api('GET', `/runs/${runId}/events?limit=1000`)).body.events as RunEvent[];
-}
-
-async function finished(runId: string, timeoutMs = 30_000) {
-  return until(
-    `run ${runId} to end`,
-    async () => {
-      const { body } = await api('GET', `/runs/${runId}`);
-      return ['succeeded', 'failed', 'cancelled', 'paused'].includes(String(body.status)) ? body : undefined;
-    },
-    timeoutMs,
-  );
 }
 
 /** The worker that started `stepId` of the run, once it has. */

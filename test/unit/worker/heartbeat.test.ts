@@ -11,18 +11,25 @@ afterEach(() => void vi.useRealTimers());
 
 function heartbeat(
   activity: () => WorkerActivity,
-  more: { renews?: boolean; reply?: { accepted: boolean; drainRequested: boolean } } = {},
+  more: {
+    renews?: boolean;
+    /** Answers each renewal instead of `renews` (and may throw, as a failed request does). */
+    renew?: (runId: string, executionId: string) => Promise<boolean>;
+    reply?: { accepted: boolean; drainRequested: boolean };
+  } = {},
 ) {
   const registry = fakeWorkerStore(more.reply);
   const renewals: Array<{ executionId: string; until: string }> = [];
   const drains: number[] = [];
+  const logged: string[] = [];
   const beat = new Heartbeat({
     workerId: 'worker-1',
     profile: 'dev-flex',
     registration: { hostname: 'host', pid: 42, environment: 'dev', backends: {}, groups: [], version: 'test' },
     workers: registry.store,
     leases: {
-      renewLease: async (_runId, executionId, _owner, until) => {
+      renewLease: async (runId, executionId, _owner, until) => {
+        if (more.renew) return more.renew(runId, executionId);
         renewals.push({ executionId, until: until.toISOString() });
         return more.renews ?? true;
       },
@@ -31,9 +38,9 @@ function heartbeat(
     leaseMs: 30_000,
     activity,
     onDrainRequested: () => drains.push(Date.now()),
-    log: () => undefined,
+    log: (message) => logged.push(message),
   });
-  return { beat, registry, renewals, drains };
+  return { beat, registry, renewals, drains, logged };
 }
 
 describe('the heartbeat', () => {
@@ -81,23 +88,12 @@ describe('the heartbeat', () => {
     const first = { cmd: command({ executionId: 'run-1.a' }), controller: new AbortController() };
     const second = { cmd: command({ executionId: 'run-2.b', runId: 'run-2' }), controller: new AbortController() };
     const running = [first, second];
-    const registry = fakeWorkerStore();
     const renewed: string[] = [];
-    const beat = new Heartbeat({
-      workerId: 'worker-1',
-      profile: 'dev-flex',
-      registration: { hostname: 'host', pid: 42, environment: 'dev', backends: {}, groups: [], version: 'test' },
-      workers: registry.store,
-      leases: {
-        renewLease: async (runId, executionId) => {
-          renewed.push(`${runId}/${executionId}`);
-          return executionId !== 'run-2.b';
-        },
+    const { beat, registry } = heartbeat(() => ({ receiving: true, running, completed: 0 }), {
+      renew: async (runId, executionId) => {
+        renewed.push(`${runId}/${executionId}`);
+        return executionId !== 'run-2.b';
       },
-      heartbeatMs: 15_000,
-      leaseMs: 30_000,
-      activity: () => ({ receiving: true, running, completed: 0 }),
-      log: () => undefined,
     });
     await beat.beat();
     expect(renewed).toEqual(['run-1/run-1.a', 'run-2/run-2.b']);
@@ -115,25 +111,13 @@ describe('the heartbeat', () => {
   it('beats even when renewing one lease fails, and renews the others', async () => {
     const first = { cmd: command({ executionId: 'run-1.a' }), controller: new AbortController() };
     const second = { cmd: command({ executionId: 'run-1.b' }), controller: new AbortController() };
-    const registry = fakeWorkerStore();
     const renewed: string[] = [];
-    const logged: string[] = [];
-    const beat = new Heartbeat({
-      workerId: 'worker-1',
-      profile: 'dev-flex',
-      registration: { hostname: 'host', pid: 42, environment: 'dev', backends: {}, groups: [], version: 'test' },
-      workers: registry.store,
-      leases: {
-        renewLease: async (_runId, executionId) => {
-          if (executionId === 'run-1.a') throw new Error('throttled');
-          renewed.push(executionId);
-          return true;
-        },
+    const { beat, registry, logged } = heartbeat(() => ({ receiving: true, running: [first, second], completed: 0 }), {
+      renew: async (_runId, executionId) => {
+        if (executionId === 'run-1.a') throw new Error('throttled');
+        renewed.push(executionId);
+        return true;
       },
-      heartbeatMs: 15_000,
-      leaseMs: 30_000,
-      activity: () => ({ receiving: true, running: [first, second], completed: 0 }),
-      log: (message) => logged.push(message),
     });
     await beat.beat();
     expect(renewed).toEqual(['run-1.b']);
