@@ -11,7 +11,7 @@ import { tracer } from '../shared/observability/tracer.js';
 import { configureTracing, withSpan } from '../shared/observability/tracing.js';
 
 let tracingConfigured = false;
-/** Locally the stack names a file for spans; in AWS, Powertools Tracer sends them to X-Ray. Read at the first invocation. */
+/** Locally the stack names a file for spans; in Lambda, Powertools Tracer sends them to X-Ray. Read at the first invocation. */
 function configureLocalSpans(): void {
   if (tracingConfigured) return;
   tracingConfigured = true;
@@ -63,7 +63,7 @@ export function lambdaTelemetry(service: string): {
   const observe = <E, R>(handler: LambdaHandler<E, R>) => {
     const wrapped = middy<E, R, Error, Context>()
       .use(injectLambdaContext(logger, { resetKeys: true }))
-      .use(captureLambdaHandler(tracer, { captureResponse: false }))
+      .use(tracer ? [captureLambdaHandler(tracer, { captureResponse: false })] : [])
       .use({
         before: (request) => {
           configureLocalSpans();

@@ -214,6 +214,21 @@ export function clientConfig(service: AwsService): { endpoint?: string; forcePat
 }
 
 /**
+ * Whether this process sends segments to X-Ray through Powertools Tracer: in a Lambda function only,
+ * unless `POWERTOOLS_TRACE_ENABLED` is `false` (as the local stack sets it). A worker on Fargate
+ * (`AWS_EXECUTION_ENV` is `AWS_ECS_FARGATE`) sends its spans to the X-Ray daemon itself.
+ */
+export function lambdaXRayTracing(env: Readonly<Record<string, string | undefined>> = process.env): boolean {
+  const executionEnv = env.AWS_EXECUTION_ENV ?? '';
+  return (
+    executionEnv.startsWith('AWS_Lambda_') &&
+    executionEnv !== 'AWS_Lambda_amplify-mock' &&
+    (env.AWS_SAM_LOCAL ?? '') === '' &&
+    (env.POWERTOOLS_TRACE_ENABLED ?? '').toLowerCase() !== 'false'
+  );
+}
+
+/**
  * The local span file alone, for the observability middleware: it runs before any handler reads
  * the rest of the configuration, and must not fail an invocation the handler itself would answer.
  */
