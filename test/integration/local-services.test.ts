@@ -26,6 +26,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DatabaseSync } from 'node:sqlite';
 import type { APIGatewayRequestAuthorizerEvent, DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -34,6 +35,9 @@ import { type Gateway, startGateway } from '../../local/gateway.js';
 import { type LocalQueues, startLocalQueues } from '../../local/queues.js';
 import { startLocalSecrets } from '../../local/secrets.js';
 import { StreamMapping } from '../../local/streams.js';
+import { DATABASE_FILE, startDynamoDbLocal } from '../../local/dynamodb-local.js';
+import { ensureTables } from '../../shared/adapters/dynamodb/tables.js';
+import { TABLES } from '../../shared/resources/tables.js';
 import { SANDBOX_PROFILES } from '../../shared/domain/sandbox-profiles.js';
 import { deadLetterQueueName, stepQueueName } from '../../shared/resources/queues.js';
 import { freePort, startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
@@ -142,6 +146,61 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
     await resumed.stop();
     expect(later).toEqual([6]);
   });
+});
+
+describe('DynamoDB Local on disk', () => {
+  const journalMode = (file: string) => {
+    const db = new DatabaseSync(file);
+    try {
+      return (db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode;
+    } finally {
+      db.close();
+    }
+  };
+
+  it("keeps its database in SQLite's write-ahead log, converting one made before, and keeps the data across a restart", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'capstan-ddb-'));
+    const file = join(dataDir, DATABASE_FILE);
+    // A database from before: SQLite's default rollback journal.
+    const before = new DatabaseSync(file);
+    before.exec('PRAGMA journal_mode=DELETE; CREATE TABLE kept (x); DROP TABLE kept;');
+    before.close();
+    expect(journalMode(file)).toBe('delete');
+
+    const names = { state: 'disk-state', events: 'disk-events', connections: 'disk-connections' };
+    const start = async () => {
+      const local = await startDynamoDbLocal({ port: await freePort(), dataDir });
+      const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: local.endpoint, region, credentials }));
+      return { local, doc };
+    };
+    const first = await start();
+    try {
+      process.env.AWS_REGION ??= region;
+      process.env.AWS_ACCESS_KEY_ID ??= credentials.accessKeyId;
+      process.env.AWS_SECRET_ACCESS_KEY ??= credentials.secretAccessKey;
+      await ensureTables(first.local.endpoint, TABLES, names);
+      await first.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [{ Put: { TableName: names.state, Item: { pk: 'RUN#kept', sk: 'META', status: 'created' } } }],
+        }),
+      );
+    } finally {
+      first.doc.destroy();
+      await first.local.stop();
+    }
+    expect(journalMode(file)).toBe('wal');
+
+    const second = await start();
+    try {
+      const { Item } = await second.doc.send(
+        new GetCommand({ TableName: names.state, Key: { pk: 'RUN#kept', sk: 'META' }, ConsistentRead: true }),
+      );
+      expect(Item?.status).toBe('created');
+    } finally {
+      second.doc.destroy();
+      await second.local.stop();
+    }
+  }, 60_000);
 });
 
 describe('fauxqs: step queues with dead-letter redrive, and the evidence bucket', () => {
