@@ -35,7 +35,7 @@ for (const name of names) {
   try {
     const url = new URL(scenario.module.replace(/\.js$/, '.ts'), import.meta.url).href;
     const section = await isolated<Section>(url, scenario.name, [], (line) => console.log(`[${name}] ${line}`));
-    sections.push(section);
+    sections.push({ ...section, scenario: name });
     if (section.failures?.length) {
       failed.push(name);
       console.error(`[${name}] broke: ${section.failures.join('; ')}`);
@@ -46,6 +46,7 @@ for (const name of names) {
     failed.push(name);
     console.error(`[${name}] failed: ${(error as Error).message}`);
     sections.push({
+      scenario: name,
       title: `${name} (failed)`,
       setup: `the scenario failed: ${(error as Error).message}`,
       measures: [],
@@ -57,12 +58,16 @@ for (const name of names) {
 const dir = import.meta.dirname;
 // A run of some scenarios keeps the other scenarios' last figures in the report.
 const previous = z
-  .object({ sections: z.array(z.object({ title: z.string() }).passthrough()) })
+  .object({ sections: z.array(z.object({ title: z.string(), scenario: z.string().optional() }).passthrough()) })
   .safeParse(existsSync(join(dir, 'report.json')) ? JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) : {});
 if (requested.length > 0 && previous.success) {
   const topic = (title: string) => title.split(/[:(]/)[0]?.trim().toLowerCase();
-  const kept = (previous.data.sections as unknown as Section[]).filter(
-    (old) => !sections.some((s) => topic(s.title) === topic(old.title)),
+  // A scenario run again replaces its section, failed or not; a report from before sections named
+  // their scenario is matched by title.
+  const kept = (previous.data.sections as unknown as Section[]).filter((old) =>
+    old.scenario === undefined
+      ? !names.includes(topic(old.title) ?? '') && !sections.some((s) => topic(s.title) === topic(old.title))
+      : !names.includes(old.scenario),
   );
   sections.unshift(...kept);
 }

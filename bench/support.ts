@@ -14,6 +14,8 @@ export interface Measure {
 }
 
 export interface Section {
+  /** The scenario that made it (`runs`), set by the runner: a scenario run again replaces its section. */
+  readonly scenario?: string;
   readonly title: string;
   readonly setup: string;
   readonly measures: readonly Measure[];

@@ -15,6 +15,8 @@ export interface MeteredEndpoint {
   readonly byKey: RequestCounts;
   /** Requests the service refused (4xx or 5xx), per operation: a lost conditional write shows here. */
   readonly failures: RequestCounts;
+  /** How long each request took through the endpoint, in milliseconds, per operation. */
+  readonly latencies: Record<string, number[]>;
   total(): number;
   reset(): void;
   close(): Promise<void>;
@@ -84,9 +86,12 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
   const counts: RequestCounts = {};
   const failures: RequestCounts = {};
   const byKey: RequestCounts = {};
+  const latencies: Record<string, number[]> = {};
   const server: Server = createServer((request, response) => {
     const operation = operationOf(request);
     counts[operation] = (counts[operation] ?? 0) + 1;
+    const received = performance.now();
+    response.once('finish', () => (latencies[operation] ??= []).push(performance.now() - received));
     if (String(request.headers['x-amz-target'] ?? '').startsWith('DynamoDB_')) {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -123,11 +128,13 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
     counts,
     failures,
     byKey,
+    latencies,
     total: () => Object.values(counts).reduce((sum, n) => sum + n, 0),
     reset: () => {
       for (const key of Object.keys(counts)) counts[key] = 0;
       for (const key of Object.keys(failures)) failures[key] = 0;
       for (const key of Object.keys(byKey)) byKey[key] = 0;
+      for (const key of Object.keys(latencies)) latencies[key] = [];
     },
     close: async () => {
       server.closeAllConnections();

@@ -116,6 +116,12 @@ export const runsScenario: Scenario = async (progress) => {
     const wallMs = Date.now() - startedAt;
 
     const dynamodb = { ...meters.dynamodb.counts };
+    const dynamodbLatency = Object.fromEntries(
+      Object.entries(meters.dynamodb.latencies).map(([op, times]) => [
+        op,
+        { p50: Number(fixed(percentile(times, 50), 1)), p99: Number(fixed(percentile(times, 99), 1)) },
+      ]),
+    );
     const byKey = Object.entries(meters.dynamodb.byKey)
       .filter(([, n]) => n > 0)
       .sort(([, a], [, b]) => b - a);
@@ -183,6 +189,13 @@ export const runsScenario: Scenario = async (progress) => {
             .join('; '),
         },
         {
+          name: 'DynamoDB request latency p50 / p99, writes',
+          value: (['TransactWriteItems', 'UpdateItem'] as const)
+            .map((op) => `${op} ${dynamodbLatency[op]?.p50 ?? '?'} / ${dynamodbLatency[op]?.p99 ?? '?'} ms`)
+            .join('; '),
+          note: "at the endpoint, under this load: DynamoDB Local holds a table's lock from a write's start to its commit on disk, so writes wait for each other",
+        },
+        {
           name: 'SQS requests per step',
           value: fixed(sum(sqs) / steps),
           note: `${JSON.stringify(perStep(sqs, steps))}; idle long polls included`,
@@ -201,6 +214,7 @@ export const runsScenario: Scenario = async (progress) => {
         lambdas,
         dynamodb,
         dynamodbByKey: Object.fromEntries(byKey),
+        dynamodbLatency,
         sqs,
       },
     };

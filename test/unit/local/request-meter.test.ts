@@ -16,8 +16,12 @@ beforeAll(async () => {
         response.end(JSON.stringify({ __type: 'TransactionCanceledException' }));
         return;
       }
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ echoed: body, path: request.url }));
+      const answer = () => {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ echoed: body, path: request.url }));
+      };
+      if (request.url === '/slow') setTimeout(answer, 60);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -61,6 +65,23 @@ describe('the request meter', () => {
     expect(meter.failures).toEqual({ TransactWriteItems: 1 });
     meter.reset();
     expect(meter.failures).toEqual({ TransactWriteItems: 0 });
+  });
+
+  it('times each request through it, per operation', async () => {
+    meter.reset();
+    const call = (path: string) =>
+      fetch(`${meter.url}${path}`, {
+        method: 'POST',
+        headers: { 'x-amz-target': 'DynamoDB_20120810.UpdateItem' },
+        body: '{}',
+      }).then((r) => r.text());
+    await call('/slow');
+    await call('/');
+    const [slow, quick] = meter.latencies.UpdateItem ?? [];
+    expect(slow).toBeGreaterThanOrEqual(55);
+    expect(quick).toBeLessThan(slow ?? 0);
+    meter.reset();
+    expect(Object.values(meter.latencies).flat()).toEqual([]);
   });
 
   it('labels a DynamoDB request by operation, table and key shape, without ids', () => {
