@@ -16,14 +16,7 @@ export async function isolated<R>(
   progress: (line: string) => void,
 ): Promise<R> {
   const child = fork(fileURLToPath(new URL('./child.ts', import.meta.url)), [], {
-    // CAPSTAN_BENCH_CPU_PROFILE=<dir> writes each part's CPU profile there (the local stack's process).
-    execArgv: [
-      '--import',
-      'tsx',
-      ...(process.env.CAPSTAN_BENCH_CPU_PROFILE
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CAPSTAN_BENCH_CPU_PROFILE}`]
-        : []),
-    ],
+    execArgv: ['--import', 'tsx'],
     env: { ...process.env, CAPSTAN_BENCH_PART: JSON.stringify({ moduleUrl, exportName, args }) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
