@@ -134,6 +134,11 @@ export class WorkerPool {
     return this.slots.filter((s) => s.profile === profile && !s.retiring).length;
   }
 
+  /** Workers of `profile` a scale-in stopped that are still finishing their steps. */
+  draining(profile: SandboxProfileName): number {
+    return this.slots.filter((s) => s.profile === profile && s.retiring).length;
+  }
+
   /**
    * Moves `profile` to `count` workers, as an ECS service moves to a new desired count: new
    * workers start at once; surplus ones (the newest first) get one SIGTERM and drain, finishing

@@ -88,7 +88,13 @@ describe('worker capacity on the local stack', () => {
     const drainedAt = Date.now();
     await until(
       'the pool to shrink back to its minimum',
-      async () => (stack.workers.size('dev-flex') === 1 && stack.workers.drained.length > 0 ? true : undefined),
+      // Every worker the scale-in stopped has drained and exited, not only the first.
+      async () =>
+        stack.workers.size('dev-flex') === 1 &&
+        stack.workers.draining('dev-flex') === 0 &&
+        stack.workers.drained.length > 0
+          ? true
+          : undefined,
       60_000,
       () => log.slice(-20).join('\n'),
     );
