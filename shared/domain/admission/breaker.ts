@@ -64,6 +64,10 @@ export function recordOutcome(
     if (succeeded) return { next: { ...closedBreaker(breaker.runbookId, now) }, change: 'closed' };
     return { next: reopen(), change: 'opened' };
   }
+  // A success on a window already full of successes leaves it as it was: nothing to store, so a
+  // healthy runbook's runs do not each write its breaker.
+  if (succeeded && breaker.outcomes.length >= settings.window && breaker.outcomes.every(Boolean))
+    return { next: breaker, change: undefined };
   const outcomes = [...breaker.outcomes, succeeded].slice(-settings.window);
   const failures = outcomes.filter((ok) => !ok).length;
   if (outcomes.length >= settings.minRuns && failures / outcomes.length >= settings.threshold)

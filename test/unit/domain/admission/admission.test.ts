@@ -124,6 +124,25 @@ describe('circuit breakers', () => {
     expect(recordOutcome({ ...breaker, state: 'half_open' }, false, later).next.state).toBe('open');
   });
 
+  it('changes nothing for a success on a closed breaker whose window holds only successes, and is full', () => {
+    let breaker = closedBreaker('rb', now);
+    for (let i = 0; i < BREAKER_DEFAULTS.window; i++) breaker = recordOutcome(breaker, true, now).next;
+    expect(breaker.outcomes).toHaveLength(BREAKER_DEFAULTS.window);
+    const later = new Date(now.getTime() + 5_000);
+    // The same object: the caller stores nothing.
+    expect(recordOutcome(breaker, true, later)).toEqual({ next: breaker, change: undefined });
+    expect(recordOutcome(breaker, true, later).next).toBe(breaker);
+    // A failure is recorded, and a success after it too, until the window is all successes again.
+    const failed = recordOutcome(breaker, false, later).next;
+    expect(failed.outcomes.at(-1)).toBe(false);
+    const after = recordOutcome(failed, true, later).next;
+    expect(after).not.toBe(failed);
+    expect(after.outcomes.filter((ok) => !ok)).toHaveLength(1);
+    // Not full yet: a success is recorded.
+    const young = recordOutcome(closedBreaker('rb', now), true, later).next;
+    expect(recordOutcome(young, true, later).next.outcomes).toHaveLength(2);
+  });
+
   it('ignores runs that end while it is open, and runs other than the probe while half-open', () => {
     let breaker = closedBreaker('rb', now);
     for (let i = 0; i < 10; i++) breaker = recordOutcome(breaker, false, now).next;
