@@ -92,9 +92,12 @@ export function useWriteAheadLog(dataDir: string, log?: (line: string) => void):
   let db: DatabaseSync | undefined;
   try {
     db = new DatabaseSync(join(dataDir, DATABASE_FILE));
-    db.exec('PRAGMA journal_mode=WAL');
+    // SQLite answers with the mode it is in: a refusal it does not raise shows as the old mode.
+    const { journal_mode: mode } = db.prepare('PRAGMA journal_mode=WAL').get() as { journal_mode?: string };
+    if (mode !== 'wal') log?.(`DynamoDB Local's database stays in journal mode ${mode ?? 'unknown'}`);
   } catch (error) {
-    // Another process has the file open (a DynamoDB Local left running): it works as it is.
+    // A process in the middle of a write on the file ("database is locked"), a file that is not a
+    // database, a path that cannot be opened: DynamoDB Local works as before, or says why it cannot.
     log?.(`DynamoDB Local's database keeps its journal mode: ${(error as Error).message}`);
   } finally {
     db?.close();

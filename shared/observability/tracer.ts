@@ -6,7 +6,7 @@ import { lambdaXRayTracing } from '../config.js';
  *
  * Loaded only there: the tracer's X-Ray SDK installs async hooks (cls-hooked) as it is imported,
  * and they track every promise the process makes, whether or not anything is traced. In the local
- * stack that cost about a tenth of its CPU. The local stack and the worker record spans through
+ * stack that cost about a sixth of its CPU. The local stack and the worker record spans through
  * `withSpan` instead.
  */
 export const tracer: Tracer | undefined = lambdaXRayTracing()

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -28,7 +28,7 @@ import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-s
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DatabaseSync } from 'node:sqlite';
 import type { APIGatewayRequestAuthorizerEvent, DynamoDBRecord } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { WebSocket } from 'ws';
 import { startLocalEventBridge } from '../../local/eventbridge.js';
 import { type Gateway, startGateway } from '../../local/gateway.js';
@@ -160,6 +160,7 @@ describe('DynamoDB Local on disk', () => {
 
   it("keeps its database in SQLite's write-ahead log, converting one made before, and keeps the data across a restart", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'capstan-ddb-'));
+    onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }));
     const file = join(dataDir, DATABASE_FILE);
     // A database from before: SQLite's default rollback journal.
     const before = new DatabaseSync(file);
