@@ -3,46 +3,15 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
 import { makeFanout } from '../../../shared/app/fanout.js';
 import { makePlanNext } from '../../../shared/app/plan.js';
-import {
-  type FakeClock,
-  makeFakeClock,
-  makeInMemoryRunbooks,
-  makeRecordingCallbacks,
-  makeRecordingQueue,
-  type RecordingCallbacks,
-  type RecordingQueue,
-} from '../../../shared/app/ports/in-memory/fakes.js';
-import { makeInMemoryInventoryStore } from '../../../shared/app/ports/in-memory/inventory.js';
-import { makeInMemoryStores } from '../../../shared/app/ports/in-memory/runs.js';
-import type { InventoryStore } from '../../../shared/app/ports/inventory.js';
-import type { RunStore } from '../../../shared/app/ports/runs.js';
-import type { ApprovalStore } from '../../../shared/app/ports/approvals.js';
-import type { RunbookStore } from '../../../shared/app/ports.js';
-import { makeRegisterRunbook } from '../../../shared/app/runbooks.js';
-import { createRunBodySchema, makeCreateRun } from '../../../shared/app/runs.js';
 import { makeStepResults, type Outcome } from '../../../shared/app/step-results.js';
-import type { Principal } from '../../../shared/domain/entities.js';
+import type { RunStore } from '../../../shared/app/ports/runs.js';
 import type { StepCommand } from '../../../shared/domain/messages.js';
 import type { PlanDecision } from '../../../shared/domain/planner.js';
 import { DEFAULT_POLICY } from '../../../shared/domain/policy.js';
+import { approvals, callbacks, clock, inventory, queue, runbooks, runs, startRunbook } from './interpreter-world.js';
 
-const olive: Principal = { subject: 'olive', tenantId: 'acme', roles: ['operator'] };
-
-let clock: FakeClock;
-let runs: RunStore;
-let approvals: ApprovalStore;
-let runbooks: RunbookStore;
-let queue: RecordingQueue;
-let callbacks: RecordingCallbacks;
-let inventory: InventoryStore;
-
+/** Five web nodes and a database in tenant `acme`, and a web node of another tenant. */
 beforeEach(async () => {
-  clock = makeFakeClock();
-  ({ runs, approvals } = makeInMemoryStores());
-  runbooks = makeInMemoryRunbooks();
-  queue = makeRecordingQueue();
-  callbacks = makeRecordingCallbacks();
-  inventory = makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 });
   for (const id of ['web-1', 'web-2', 'web-3', 'web-4', 'web-5'])
     await inventory.declare(
       { id, tenantId: 'acme', groups: ['web'], attributes: { url: `http://${id}` } },
@@ -52,16 +21,7 @@ beforeEach(async () => {
   await inventory.declare({ id: 'web-9', tenantId: 'other', groups: ['web'], attributes: {} }, clock.now());
 });
 
-async function startRun(doc: Record<string, unknown>): Promise<string> {
-  await makeRegisterRunbook({ runbooks, clock })({
-    principal: olive,
-    format: 'json',
-    source: JSON.stringify({ name: 'fan', environment: 'dev', sandbox_profile: 'dev-flex', ...doc }),
-  });
-  const create = makeCreateRun({ runbooks, runs, clock, starter: { start: async (run) => `arn:${run.runId}` } });
-  const { runId } = await create({ principal: olive, body: createRunBodySchema.parse({ runbookId: 'fan' }) });
-  return runId;
-}
+const startRun = (doc: Record<string, unknown>) => startRunbook({ name: 'fan', ...doc });
 
 const echo = (id: string, more: Record<string, unknown> = {}) => ({
   id,
@@ -75,13 +35,18 @@ const echo = (id: string, more: Record<string, unknown> = {}) => ({
 /**
  * Runs the interpreter and one worker that takes commands in the order they were sent, each to
  * its end before the next, answering with `outcome`. Records what was in flight at each moment.
+ * Every use case works on `through` (the world's run store unless a test wraps it).
  */
-async function drive(runId: string, outcome: (cmd: StepCommand) => Outcome = () => ({ outcome: 'succeeded' })) {
-  const planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
-  const dispatch = makeDispatch({ inventory, runbooks, runs, approvals, clock, callbacks, queue });
-  const fanout = makeFanout({ runs, runbooks, queue, callbacks, clock });
-  const results = makeStepResults({ runs, callbacks, clock, fanout });
-  const store = results.holdingLeases(runs);
+async function drive(
+  runId: string,
+  outcome: (cmd: StepCommand) => Outcome = () => ({ outcome: 'succeeded' }),
+  through: RunStore = runs,
+) {
+  const planNext = makePlanNext({ runbooks, runs: through, approvals, clock, callbacks, policy: DEFAULT_POLICY });
+  const dispatch = makeDispatch({ inventory, runbooks, runs: through, approvals, clock, callbacks, queue });
+  const fanout = makeFanout({ runs: through, runbooks, queue, callbacks, clock });
+  const results = makeStepResults({ runs: through, callbacks, clock, fanout });
+  const store = results.holdingLeases(through);
   const order: string[] = [];
   const inFlight = new Map<string, number>();
   let taken = 0;
@@ -147,7 +112,7 @@ describe('fan-out', () => {
     });
     const inner = runs;
     const onHead: string[] = [];
-    runs = {
+    const watched: RunStore = {
       ...inner,
       mutate: (id, decide, known) =>
         inner.mutate(
@@ -164,7 +129,7 @@ describe('fan-out', () => {
         return inner.append(run, change, head);
       },
     };
-    const { decision } = await drive(runId);
+    const { decision } = await drive(runId, undefined, watched);
     expect(decision.action).toBe('succeed');
     expect(onHead.filter((e) => e.endsWith('@one') && /step\.(started|succeeded)/.test(e))).toEqual([]);
     expect(onHead).toContain('step.started@after');

@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { makeDispatch } from '../../../shared/app/dispatch.js';
+import type { RunStore } from '../../../shared/app/ports/runs.js';
+import { makeCancelRun } from '../../../shared/app/runs.js';
+import { policyDocumentSchema } from '../../../shared/domain/policy.js';
+import {
+  clock,
+  runs,
+  approvals,
+  runbooks,
+  queue,
+  callbacks,
+  inventory,
+  olive,
+  startRun,
+  echo,
+  interpreter,
+  dispatchOf,
+  types,
+} from './interpreter-world.js';
+
+describe('Dispatch', () => {
+  it('writes the executions and the aggregate with step.dispatched, then sends the command', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    expect(queue.sent.map((s) => s.command)).toEqual([
+      expect.objectContaining({ runId, stepId: 'one', action: 'echo', params: { message: 'one' } }),
+    ]);
+    expect(await runs.executions(runId)).toEqual([expect.objectContaining({ stepId: 'one', status: 'pending' })]);
+    expect(await runs.aggregate(runId, 'step', 'one', 1)).toMatchObject({ total: 1, done: 0, taskToken: 'token-1' });
+    expect((await types(runId)).at(-1)).toBe('step.dispatched');
+  });
+
+  it('re-attaches a second delivery of the same attempt: no second write, the new token, the command again', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    const decision = dispatchOf(await planNext(runId));
+    await dispatch(runId, decision, 'token-1');
+    const events = await types(runId);
+    await dispatch(runId, decision, 'token-2');
+    expect(await types(runId)).toEqual(events);
+    expect(await runs.aggregate(runId, 'step', 'one', 1)).toMatchObject({ taskToken: 'token-2' });
+    expect(queue.sent).toHaveLength(2);
+  });
+
+  it('refuses a step the policy denies: it fails for good, nothing is sent, and the task resumes', async () => {
+    const runId = await startRun([echo('one')]);
+    const policy = policyDocumentSchema.parse({ version: 1, deny: [{ id: 'no-echo', action: 'echo', reason: 'no' }] });
+    const { planNext, dispatch } = interpreter(policy);
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    expect(queue.sent).toEqual([]);
+    expect(await runs.executions(runId)).toEqual([expect.objectContaining({ status: 'failed' })]);
+    expect(callbacks.succeeded).toEqual([{ taskToken: 'token-1', output: expect.objectContaining({ refused: true }) }]);
+    expect(await types(runId)).toContain('step.failed');
+  });
+
+  it('sends nothing for a run cancelled between its read and its write, and resumes the task as cancelled', async () => {
+    const runId = await startRun([echo('one')]);
+    const decision = dispatchOf(await interpreter().planNext(runId));
+    // Dispatch reads the run before the cancel; the cancel commits before Dispatch writes.
+    const cancel = makeCancelRun({ runs, clock, callbacks });
+    const racing: RunStore = {
+      ...runs,
+      async load(id) {
+        const record = await runs.load(id);
+        await cancel(olive, runId);
+        return record;
+      },
+    };
+    const dispatch = makeDispatch({
+      inventory,
+      runbooks,
+      runs: racing,
+      approvals,
+      clock,
+      callbacks,
+      queue,
+    });
+    await dispatch(runId, decision, 'token-1');
+    expect(queue.sent).toEqual([]);
+    expect(await runs.executions(runId)).toEqual([]);
+    expect(await types(runId)).not.toContain('step.dispatched');
+    expect(callbacks.succeeded).toEqual([
+      { taskToken: 'token-1', output: expect.objectContaining({ stepId: 'one', cancelled: true }) },
+    ]);
+    // Plan then ends the run as cancelled.
+    expect(await interpreter().planNext(runId)).toMatchObject({ action: 'cancelled' });
+  });
+
+  it('fails an execution whose command the queue refuses for good, and resumes the task once', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext, dispatch } = interpreter();
+    const decision = dispatchOf(await planNext(runId));
+    queue.refuse.add(`${runId}.step.one.1.once`);
+    await dispatch(runId, decision, 'token-1');
+    expect(await runs.executions(runId)).toEqual([
+      expect.objectContaining({ status: 'failed', error: expect.objectContaining({ code: 'COMMAND_REJECTED' }) }),
+    ]);
+    expect(callbacks.succeeded.map((c) => c.taskToken)).toEqual(['token-1']);
+  });
+});

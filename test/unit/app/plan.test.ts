@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { makeStepResults } from '../../../shared/app/step-results.js';
+import { makePlanNext } from '../../../shared/app/plan.js';
+import type { RunStore } from '../../../shared/app/ports/runs.js';
+import { DEFAULT_POLICY } from '../../../shared/domain/policy.js';
+import {
+  clock,
+  runs,
+  approvals,
+  runbooks,
+  queue,
+  callbacks,
+  requests,
+  startRun,
+  echo,
+  interpreter,
+  dispatchOf,
+  types,
+} from './interpreter-world.js';
+
+describe('Plan', () => {
+  it('starts a queued run and decides to dispatch its first step', async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const decision = await interpreter().planNext(runId);
+    expect(decision).toMatchObject({ action: 'dispatch', stepId: 'one', kind: 'step', attempt: 1 });
+    expect((await runs.load(runId))?.run).toMatchObject({ status: 'running', currentStepId: 'one' });
+    expect(await types(runId)).toEqual(['run.created', 'run.started']);
+  });
+
+  it('records nothing new when it decides the same state twice', async () => {
+    const runId = await startRun([echo('one')]);
+    const { planNext } = interpreter();
+    await planNext(runId);
+    const before = await types(runId);
+    expect(await planNext(runId)).toMatchObject({ action: 'dispatch', stepId: 'one' });
+    expect(await types(runId)).toEqual(before);
+  });
+
+  it('looks up gates only for a runbook the policy can gate', async () => {
+    const plain = await startRun([echo('one')]);
+    await interpreter().planNext(plain);
+    requests.clear();
+    await interpreter().planNext(plain);
+    expect(requests.get('query')).toBe(1);
+    const risky = await startRun([echo('risky', { blast_radius: 'high' })]);
+    await interpreter().planNext(risky);
+    requests.clear();
+    await interpreter().planNext(risky);
+    expect(requests.get('query')).toBe(2);
+  });
+
+  it('reads no executions, gates or aggregates of a run that has not started: it has none', async () => {
+    const runId = await startRun([echo('risky', { blast_radius: 'high' })]);
+    requests.clear();
+    expect(await interpreter().planNext(runId)).toMatchObject({ action: 'await_approval', stepId: 'risky' });
+    expect(requests.get('query') ?? 0).toBe(0);
+  });
+
+  it('decides on what another pass did meanwhile to a run it read before it started, never running a step twice', async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const { planNext, dispatch } = interpreter();
+    // This pass reads the run while it is queued; meanwhile another pass starts it, and step one
+    // runs and succeeds.
+    let raced = false;
+    const racing: RunStore = {
+      ...runs,
+      async load(id) {
+        const record = await runs.load(id);
+        if (!raced) {
+          raced = true;
+          await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+          const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+          const results = makeStepResults({ runs, callbacks, clock });
+          await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+          await results.started(command, 'w');
+          await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+        }
+        return record;
+      },
+    };
+    const late = makePlanNext({ runbooks, runs: racing, approvals, clock, callbacks, policy: DEFAULT_POLICY });
+    expect(await late(runId)).toMatchObject({ action: 'dispatch', stepId: 'two', attempt: 1 });
+    expect((await types(runId)).filter((t) => t === 'run.started')).toHaveLength(1);
+  });
+
+  it('creates the gate a high blast radius step needs, asking for two approvers', async () => {
+    const runId = await startRun([echo('risky', { blast_radius: 'high' })]);
+    const decision = await interpreter().planNext(runId);
+    expect(decision).toMatchObject({ action: 'await_approval', stepId: 'risky' });
+    const [gate] = await approvals.list(runId);
+    expect(gate).toMatchObject({ status: 'requested', requiredApprovals: 2, stepId: 'risky' });
+    expect((await runs.load(runId))?.run.status).toBe('waiting_for_approval');
+    expect(await types(runId)).toEqual(['run.created', 'run.started', 'policy.decided', 'approval.requested']);
+  });
+
+  it('fails the run when a step fails for good and nothing rolls back', async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    const results = makeStepResults({ runs, callbacks, clock });
+    await results.holdingLeases(runs).acquireLease(command.runId, command.executionId, 'w', clock.now(), 30_000);
+    await results.finished(command, 'w', { outcome: 'failed', error: { code: 'BOOM', message: 'no' } });
+    const decision = await planNext(runId);
+    expect(decision).toMatchObject({ action: 'fail' });
+    expect((await runs.load(runId))?.run.status).toBe('failed');
+    expect((await types(runId)).at(-1)).toBe('run.failed');
+  });
+});
