@@ -1,12 +1,12 @@
-import { request as httpRequest, createServer, Agent, type IncomingMessage, type Server } from 'node:http';
-import { bindHost } from './bind-host.js';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import { Worker } from 'node:worker_threads';
+import { z } from 'zod';
 
 /** Requests counted per operation (`PutItem`, `SendMessageBatch`, `S3 PUT`). */
 export type RequestCounts = Record<string, number>;
 
-export interface MeteredEndpoint {
-  readonly url: string;
+/** What a meter counted since it started or was last reset. */
+export interface MeterReadings {
   readonly counts: RequestCounts;
   /**
    * DynamoDB requests by operation, table and key shape (`Query state RUN#*`, `GetItem state
@@ -17,10 +17,17 @@ export interface MeteredEndpoint {
   readonly failures: RequestCounts;
   /** How long each request took through the endpoint, in milliseconds, per operation. */
   readonly latencies: Record<string, number[]>;
-  total(): number;
-  reset(): void;
+}
+
+export interface MeteredEndpoint {
+  readonly url: string;
+  read(): Promise<MeterReadings>;
+  reset(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** Every request a set of counts holds. */
+export const totalOf = (counts: RequestCounts): number => Object.values(counts).reduce((sum, n) => sum + n, 0);
 
 /**
  * The operation a request names: the JSON protocols (DynamoDB, SQS, Step Functions) carry it
@@ -76,70 +83,92 @@ export function keyLabelOf(operation: string, body: string): string | undefined 
   return `${operation} ${table}`;
 }
 
+const countsSchema = z.record(z.string(), z.number());
+const readingsSchema = z.object({
+  counts: countsSchema,
+  byKey: countsSchema,
+  failures: countsSchema,
+  latencies: z.record(z.string(), z.array(z.number())),
+});
+
+/** What the meter's thread is asked. */
+export const meterRequestSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('read'), id: z.number() }),
+  z.object({ kind: z.literal('reset'), id: z.number() }),
+  z.object({ kind: z.literal('close') }),
+]);
+export type MeterRequest = z.infer<typeof meterRequestSchema>;
+
+/** What the meter's thread answers. */
+export const meterReplySchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('ready'), port: z.number() }),
+  z.object({ kind: z.literal('read'), id: z.number(), readings: readingsSchema }),
+  z.object({ kind: z.literal('reset'), id: z.number() }),
+]);
+export type MeterReply = z.infer<typeof meterReplySchema>;
+
 /**
- * A pass-through proxy in front of a local endpoint that counts each request by operation,
- * so the bench can report requests per step as AWS would bill them.
+ * A pass-through proxy in front of a local endpoint that counts each request by operation, so the
+ * bench can report requests per step as AWS would bill them. It runs in a worker thread: its
+ * forwarding does not wait on the event loop of the process whose requests it counts.
  */
 export async function startMeteredEndpoint(target: string, port = 0): Promise<MeteredEndpoint> {
-  const upstream = new URL(target);
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-  const counts: RequestCounts = {};
-  const failures: RequestCounts = {};
-  const byKey: RequestCounts = {};
-  const latencies: Record<string, number[]> = {};
-  const server: Server = createServer((request, response) => {
-    const operation = operationOf(request);
-    counts[operation] = (counts[operation] ?? 0) + 1;
-    const received = performance.now();
-    response.once('finish', () => (latencies[operation] ??= []).push(performance.now() - received));
-    if (String(request.headers['x-amz-target'] ?? '').startsWith('DynamoDB_')) {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        const label = keyLabelOf(operation, Buffer.concat(chunks).toString('utf8'));
-        if (label) byKey[label] = (byKey[label] ?? 0) + 1;
-      });
-    }
-    const forward = httpRequest(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: request.method,
-        path: request.url,
-        headers: request.headers,
-        agent,
-      },
-      (reply) => {
-        if ((reply.statusCode ?? 502) >= 400) failures[operation] = (failures[operation] ?? 0) + 1;
-        response.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(response);
-      },
-    );
-    forward.on('error', (error) => {
-      if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
-      response.end(error.message);
-    });
-    request.pipe(forward);
+  const thread = new Worker(new URL('./request-meter-thread.ts', import.meta.url), {
+    workerData: { target, port },
+    // The thread's module is TypeScript, loaded as this process loads its own.
+    execArgv: ['--import', 'tsx'],
   });
-  await new Promise<void>((resolve) => server.listen(port, bindHost(), resolve));
-  const bound = (server.address() as AddressInfo).port;
+  const waiting = new Map<number, { resolve: (reply: MeterReply) => void; reject: (error: Error) => void }>();
+  let gone: Error | undefined;
+  // Nothing asked of a thread that has stopped waits for ever.
+  const stop = (error: Error) => {
+    gone ??= error;
+    for (const { reject } of waiting.values()) reject(gone);
+    waiting.clear();
+  };
+  const started = new Promise<number>((resolve, reject) => {
+    thread.on('message', (raw) => {
+      const reply = meterReplySchema.parse(raw);
+      if (reply.kind === 'ready') resolve(reply.port);
+      else {
+        waiting.get(reply.id)?.resolve(reply);
+        waiting.delete(reply.id);
+      }
+    });
+    thread.once('error', (error) => {
+      reject(error);
+      stop(error);
+    });
+    thread.once('exit', (code) => reject(new Error(`the request meter stopped before it listened (exit ${code})`)));
+  });
+  const exited = new Promise<void>((resolve) =>
+    thread.once('exit', (code) => {
+      stop(new Error(`the request meter stopped (exit ${code})`));
+      resolve();
+    }),
+  );
+  const bound = await started;
+  let next = 0;
+  const ask = (kind: 'read' | 'reset') =>
+    new Promise<MeterReply>((resolve, reject) => {
+      if (gone) return reject(gone);
+      const id = next++;
+      waiting.set(id, { resolve, reject });
+      thread.postMessage({ kind, id } satisfies MeterRequest);
+    });
   return {
     url: `http://127.0.0.1:${bound}`,
-    counts,
-    failures,
-    byKey,
-    latencies,
-    total: () => Object.values(counts).reduce((sum, n) => sum + n, 0),
-    reset: () => {
-      for (const key of Object.keys(counts)) counts[key] = 0;
-      for (const key of Object.keys(failures)) failures[key] = 0;
-      for (const key of Object.keys(byKey)) byKey[key] = 0;
-      for (const key of Object.keys(latencies)) latencies[key] = [];
+    read: async () => {
+      const reply = await ask('read');
+      if (reply.kind !== 'read') throw new Error(`the request meter answered ${reply.kind} to read`);
+      return reply.readings;
+    },
+    reset: async () => {
+      await ask('reset');
     },
     close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      agent.destroy();
+      thread.postMessage({ kind: 'close' } satisfies MeterRequest);
+      await exited;
     },
   };
 }

@@ -109,7 +109,8 @@ async function untilEnded(bench: BenchStack, runId: string, progress: (line: str
     if (Date.now() > deadline) throw new Error(`run ${runId} still running after ${RUN_TIMEOUT_MS / 1000} s`);
     if (Date.now() - lastNote > 15_000) {
       lastNote = Date.now();
-      progress(`  still running: ${JSON.stringify(nonZero({ ...bench.stack.meters?.dynamodb.counts }))}`);
+      const readings = await bench.stack.meters?.dynamodb.read();
+      progress(`  still running: ${JSON.stringify(nonZero({ ...readings?.counts }))}`);
     }
     await sleep(200);
   }
@@ -128,15 +129,16 @@ async function measureCase(
   if (!meter) throw new Error('the stack was started without request meters');
   const name = `fanout-${size}${maxConcurrency === undefined ? '' : `-mc${maxConcurrency}`}`;
   await register(bench, runbookFor(name, size, maxConcurrency));
-  meter.reset();
+  await meter.reset();
   progress(`${label}: one step over ${size} nodes`);
   const startedAt = Date.now();
   const runId = await createRun(bench, name);
   await untilEnded(bench, runId, progress);
   const wallMs = Date.now() - startedAt;
   // Read before the detail and the events are fetched, which the figures must not count.
-  const dynamodb = nonZero({ ...meter.counts });
-  const dynamodbRefused = nonZero({ ...meter.failures });
+  const readings = await meter.read();
+  const dynamodb = nonZero({ ...readings.counts });
+  const dynamodbRefused = nonZero({ ...readings.failures });
   const status = String((await bench.api('GET', `/runs/${runId}`)).body.status);
   const events = await bench.events(runId);
   const chain = verifyChain(events);

@@ -101,8 +101,8 @@ export const runsScenario: Scenario = async (progress) => {
     const cold = throughput(await pool(warmupIds, 10, (runId) => bench.events(runId)));
 
     for (const key of Object.keys(invocationCounts)) invocationCounts[key] = 0;
-    meters.dynamodb.reset();
-    meters.sqs.reset();
+    await meters.dynamodb.reset();
+    await meters.sqs.reset();
     const transitionsBefore = stack.stepFunctions.counters.stateTransitions;
 
     progress(`creating ${RUNS} runs (${CONCURRENT_CREATES} at a time)`);
@@ -115,20 +115,23 @@ export const runsScenario: Scenario = async (progress) => {
     await settle(bench, 600_000, progress);
     const wallMs = Date.now() - startedAt;
 
-    const dynamodb = { ...meters.dynamodb.counts };
+    const dynamodbReadings = await meters.dynamodb.read();
+    const dynamodb = dynamodbReadings.counts;
     const dynamodbLatency = Object.fromEntries(
       // An operation seen only before the reset has no times.
-      Object.entries(meters.dynamodb.latencies)
+      Object.entries(dynamodbReadings.latencies)
         .filter(([, times]) => times.length > 0)
         .map(([op, times]) => [
           op,
           { p50: Number(fixed(percentile(times, 50), 1)), p99: Number(fixed(percentile(times, 99), 1)) },
         ]),
     );
-    const byKey = Object.entries(meters.dynamodb.byKey)
+    const byKey = Object.entries(dynamodbReadings.byKey)
       .filter(([, n]) => n > 0)
       .sort(([, a], [, b]) => b - a);
-    const sqs = Object.fromEntries(Object.entries(meters.sqs.counts).filter(([op]) => !op.startsWith('S3 ')));
+    const sqs = Object.fromEntries(
+      Object.entries((await meters.sqs.read()).counts).filter(([op]) => !op.startsWith('S3 ')),
+    );
     const lambdas = { ...invocationCounts };
     const transitions = stack.stepFunctions.counters.stateTransitions - transitionsBefore;
 
@@ -196,7 +199,7 @@ export const runsScenario: Scenario = async (progress) => {
           value: (['TransactWriteItems', 'UpdateItem'] as const)
             .map((op) => `${op} ${dynamodbLatency[op]?.p50 ?? '?'} / ${dynamodbLatency[op]?.p99 ?? '?'} ms`)
             .join('; '),
-          note: "through the request meter, which runs in the stack's process (its event loop's delays are in these figures too; refused conditional writes count); DynamoDB Local holds a table's lock from a write's start to its commit on disk, so writes wait for each other",
+          note: "through the request meter, a thread of the stack's process (its own event loop, so the handlers' do not delay it; refused conditional writes count); DynamoDB Local holds a table's lock from a write's start to its commit on disk, so writes wait for each other",
         },
         {
           name: 'SQS requests per step',

@@ -41,6 +41,7 @@ export async function killToRecovery(
 ) {
   const bench = await startBenchStack({
     workers: { 'dev-flex': 2 },
+    meterRequests: false,
     reconcileIntervalMs: reconcileMs,
     env: { CAPSTAN_WORKER_HEARTBEAT_SECONDS: String(heartbeatSeconds) },
   });
@@ -100,6 +101,8 @@ const SLEEP_MS = 2000;
 export async function sleepThroughput(count: number, runs: number, progress: (l: string) => void) {
   const bench = await startBenchStack({
     workers: { 'dev-flex': count },
+    // Nothing here is counted: a worker's requests go straight to the local endpoints.
+    meterRequests: false,
     env: { CAPSTAN_WORKER_HEARTBEAT_SECONDS: '2', POWERTOOLS_LOG_LEVEL: 'INFO' },
   });
   try {

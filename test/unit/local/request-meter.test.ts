@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyLabelOf, startMeteredEndpoint, type MeteredEndpoint } from '../../../local/request-meter.js';
+import { keyLabelOf, startMeteredEndpoint, totalOf, type MeteredEndpoint } from '../../../local/request-meter.js';
 
 let upstream: ReturnType<typeof createServer>;
 let meter: MeteredEndpoint;
@@ -45,14 +45,15 @@ describe('the request meter', () => {
     await call({ 'x-amz-target': 'AmazonSQS.ReceiveMessage' });
     await call({}, '/?Action=SendMessage');
     await call({}, '/bucket/key');
-    expect(meter.counts).toEqual({ PutItem: 2, ReceiveMessage: 1, SendMessage: 1, 'S3 POST': 1 });
-    expect(meter.total()).toBe(5);
-    meter.reset();
-    expect(meter.total()).toBe(0);
+    const { counts } = await meter.read();
+    expect(counts).toEqual({ PutItem: 2, ReceiveMessage: 1, SendMessage: 1, 'S3 POST': 1 });
+    expect(totalOf(counts)).toBe(5);
+    await meter.reset();
+    expect(totalOf((await meter.read()).counts)).toBe(0);
   });
 
   it('counts the requests the service refuses apart, per operation', async () => {
-    meter.reset();
+    await meter.reset();
     const call = (path: string) =>
       fetch(`${meter.url}${path}`, {
         method: 'POST',
@@ -61,14 +62,15 @@ describe('the request meter', () => {
       }).then((r) => r.status);
     expect(await call('/refuse')).toBe(400);
     expect(await call('/')).toBe(200);
-    expect(meter.counts.TransactWriteItems).toBe(2);
-    expect(meter.failures).toEqual({ TransactWriteItems: 1 });
-    meter.reset();
-    expect(meter.failures).toEqual({ TransactWriteItems: 0 });
+    const readings = await meter.read();
+    expect(readings.counts.TransactWriteItems).toBe(2);
+    expect(readings.failures).toEqual({ TransactWriteItems: 1 });
+    await meter.reset();
+    expect((await meter.read()).failures).toEqual({});
   });
 
   it('times each request through it, per operation', async () => {
-    meter.reset();
+    await meter.reset();
     const call = (path: string) =>
       fetch(`${meter.url}${path}`, {
         method: 'POST',
@@ -77,11 +79,11 @@ describe('the request meter', () => {
       }).then((r) => r.text());
     await call('/slow');
     await call('/');
-    const [slow, quick] = meter.latencies.UpdateItem ?? [];
+    const [slow, quick] = (await meter.read()).latencies.UpdateItem ?? [];
     expect(slow).toBeGreaterThanOrEqual(55);
     expect(quick).toBeLessThan(slow ?? 0);
-    meter.reset();
-    expect(Object.values(meter.latencies).flat()).toEqual([]);
+    await meter.reset();
+    expect(Object.values((await meter.read()).latencies).flat()).toEqual([]);
   });
 
   it('labels a DynamoDB request by operation, table and key shape, without ids', () => {
