@@ -1,6 +1,7 @@
 import type { QueueDepth } from '../shared/app/ports/capacity.js';
 import { nextPoolSize, type PoolBounds } from '../shared/domain/capacity.js';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { withoutSdkLogging } from '../shared/adapters/aws-clients.js';
 import { makeSqsQueueDepth } from '../shared/adapters/sqs/queue-depth.js';
 import { type CapacityConfig, capacityOf } from '../shared/config.js';
 import { SANDBOX_PROFILE_NAMES, type SandboxProfileName } from '../shared/domain/sandbox-profiles.js';
@@ -80,12 +81,14 @@ export function startLocalScaler(options: {
   readonly intervalMs?: number;
   readonly log: (line: string) => void;
 }): Scaler {
-  const sqs = new SQSClient({
-    endpoint: options.queueEndpoint,
-    region: options.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    useQueueUrlAsEndpoint: false,
-  });
+  const sqs = withoutSdkLogging(
+    new SQSClient({
+      endpoint: options.queueEndpoint,
+      region: options.region,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      useQueueUrlAsEndpoint: false,
+    }),
+  );
   const scaler = startScaler({
     pool: options.pool,
     depth: makeSqsQueueDepth(sqs, options.prefix),

@@ -10,6 +10,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { z } from 'zod';
+import { withoutSdkLogging } from '../shared/adapters/aws-clients.js';
 
 export interface StreamMappingOptions {
   readonly endpoint: string;
@@ -56,8 +57,8 @@ export class StreamMapping {
 
   constructor(private readonly options: StreamMappingOptions) {
     const client = { endpoint: options.endpoint, region: options.region };
-    this.streams = new DynamoDBStreamsClient(client);
-    this.dynamo = new DynamoDBClient(client);
+    this.streams = withoutSdkLogging(new DynamoDBStreamsClient(client));
+    this.dynamo = withoutSdkLogging(new DynamoDBClient(client));
     if (options.checkpointFile && existsSync(options.checkpointFile))
       this.checkpoints = z
         .record(z.string(), z.string())

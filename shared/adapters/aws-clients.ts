@@ -23,21 +23,37 @@ function once<T>(make: () => T): () => T {
   return () => (value ??= make());
 }
 
-export const dynamoDbClient = once(() => traced(new DynamoDBClient(clientConfig('dynamodb'))));
+/**
+ * Capstan gives the SDK no logger, yet the SDK's logger middleware still builds a redacted copy of
+ * every request and response for its default (no-op) logger, walking the operation's schema over
+ * each item: a few percent of a busy handler's CPU, for lines nobody reads. Every client here goes
+ * without it; Capstan's own logs say what a request was for.
+ */
+export function withoutSdkLogging<C extends { middlewareStack: { remove(name: string): boolean } }>(client: C): C {
+  client.middlewareStack.remove('loggerMiddleware');
+  return client;
+}
+
+/** A client as the factory hands it out: traced in Lambda, without the SDK's logging. */
+const built = <C extends { middlewareStack: { remove(name: string): boolean } }>(client: C): C =>
+  traced(withoutSdkLogging(client));
+
+export const dynamoDbClient = once(() => built(new DynamoDBClient(clientConfig('dynamodb'))));
 /** A short-lived DynamoDB client on `endpoint`, for set-up that addresses a DynamoDB other than the configured one. */
-export const dynamoDbClientAt = (endpoint: string): DynamoDBClient => new DynamoDBClient({ endpoint });
+export const dynamoDbClientAt = (endpoint: string): DynamoDBClient =>
+  withoutSdkLogging(new DynamoDBClient({ endpoint }));
 // Queue URLs are addressed through the configured endpoint, not the host inside the URL.
-export const sqsClient = once(() => traced(new SQSClient({ ...clientConfig('sqs'), useQueueUrlAsEndpoint: false })));
-export const sfnClient = once(() => traced(new SFNClient(clientConfig('sfn'))));
-export const s3Client = once(() => traced(new S3Client(clientConfig('s3'))));
-export const kmsClient = once(() => traced(new KMSClient(clientConfig('kms'))));
-export const secretsClient = once(() => traced(new SecretsManagerClient(clientConfig('secretsManager'))));
-export const eventBridgeClient = once(() => traced(new EventBridgeClient(clientConfig('eventBridge'))));
+export const sqsClient = once(() => built(new SQSClient({ ...clientConfig('sqs'), useQueueUrlAsEndpoint: false })));
+export const sfnClient = once(() => built(new SFNClient(clientConfig('sfn'))));
+export const s3Client = once(() => built(new S3Client(clientConfig('s3'))));
+export const kmsClient = once(() => built(new KMSClient(clientConfig('kms'))));
+export const secretsClient = once(() => built(new SecretsManagerClient(clientConfig('secretsManager'))));
+export const eventBridgeClient = once(() => built(new EventBridgeClient(clientConfig('eventBridge'))));
 // The worker's `aws` backend acts through these.
-export const ecsClient = once(() => traced(new ECSClient(clientConfig('ecs'))));
-export const ssmClient = once(() => traced(new SSMClient(clientConfig('ssm'))));
-export const lambdaClient = once(() => traced(new LambdaClient(clientConfig('lambda'))));
+export const ecsClient = once(() => built(new ECSClient(clientConfig('ecs'))));
+export const ssmClient = once(() => built(new SSMClient(clientConfig('ssm'))));
+export const lambdaClient = once(() => built(new LambdaClient(clientConfig('lambda'))));
 /** The `@connections` API of the WebSocket stage (`CAPSTAN_WS_ENDPOINT`, its callback URL). */
 export const connectionsClient = once(() =>
-  traced(new ApiGatewayManagementApiClient({ endpoint: required('CAPSTAN_WS_ENDPOINT') })),
+  built(new ApiGatewayManagementApiClient({ endpoint: required('CAPSTAN_WS_ENDPOINT') })),
 );

@@ -45,4 +45,31 @@ describe('the AWS client factory', () => {
       client.destroy();
     }
   });
+
+  it('builds every client without the SDK logger middleware, which copied each request and response', async () => {
+    vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', 'http://127.0.0.1:8000');
+    vi.stubEnv('CAPSTAN_WS_ENDPOINT', 'http://127.0.0.1:9000/ws');
+    for (const table of ['STATE', 'EVENTS', 'CONNECTIONS']) vi.stubEnv(`CAPSTAN_${table}_TABLE`, table.toLowerCase());
+    const clients = await import('../../../shared/adapters/aws-clients.js');
+    const { documentClient } = await import('../../../shared/adapters/dynamodb/client.js');
+    const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
+    // A client built without the factory has it: the check below could fail.
+    expect(new DynamoDBClient({}).middlewareStack.identify().join()).toContain('loggerMiddleware');
+    const built = [
+      clients.dynamoDbClient(),
+      documentClient,
+      clients.sqsClient(),
+      clients.sfnClient(),
+      clients.s3Client(),
+      clients.kmsClient(),
+      clients.secretsClient(),
+      clients.eventBridgeClient(),
+      clients.ecsClient(),
+      clients.ssmClient(),
+      clients.lambdaClient(),
+      clients.connectionsClient(),
+      clients.dynamoDbClientAt('http://127.0.0.1:8123'),
+    ];
+    for (const client of built) expect(client.middlewareStack.identify().join()).not.toContain('loggerMiddleware');
+  });
 });
