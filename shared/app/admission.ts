@@ -5,7 +5,13 @@ import { StaleWriteError, ValidationError } from '../domain/errors.js';
 import { weightedRoundRobin } from '../domain/admission/fairness.js';
 import { dependencyVerdict, findCycle } from '../domain/admission/dependencies.js';
 import { triggerSource } from '../domain/admission/limits.js';
-import { type AdmissionPlan, type LimitName, planAdmission, refusedBy } from '../domain/admission/plan.js';
+import {
+  type AdmissionPlan,
+  type Controls,
+  type LimitName,
+  planAdmission,
+  refusedBy,
+} from '../domain/admission/plan.js';
 
 import type { BreakerSettings } from '../domain/admission/breaker.js';
 import { type BreakerChanged, makeBreakers } from './breakers.js';
@@ -50,6 +56,9 @@ export interface RunEnding {
 
 /** What admission did with a run. */
 export type Admitted = 'started' | 'throttled' | 'waiting' | 'failed' | 'unchanged';
+
+/** A tenant's controls, being read while the run they will admit is still being stored. */
+export type ControlsReadAhead = Promise<Controls>;
 
 const asJson = (value: object) => JSON.parse(JSON.stringify(value)) as { [key: string]: Json };
 
@@ -146,10 +155,14 @@ export function makeAdmission(deps: AdmissionDeps) {
     run: Run,
     attempt = 0,
     pass: BackpressurePass | undefined = deps.backpressure?.pass(),
+    ahead?: ControlsReadAhead,
   ): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
     const now = deps.clock.now();
     // The tenant's controls and the profile queue's backlog are read side by side.
-    const [controls, backlog] = await Promise.all([readControls(deps.admission, run.tenantId), pass?.backlogOf(run)]);
+    const [controls, backlog] = await Promise.all([
+      ahead ?? readControls(deps.admission, run.tenantId),
+      pass?.backlogOf(run),
+    ]);
     const plan = planAdmission(
       {
         runId: run.runId,
@@ -249,12 +262,26 @@ export function makeAdmission(deps: AdmissionDeps) {
   }
 
   /**
+   * Starts reading a tenant's controls for a run about to be stored, so the read and the create's
+   * transaction go side by side. The counters that enforce a limit are taken with conditions when
+   * the run is admitted, so a read one write older decides nothing they would not; a pause that
+   * lands in between is the same race as one landing just after the read.
+   */
+  function readAhead(tenantId: string): ControlsReadAhead {
+    const reading = readControls(deps.admission, tenantId);
+    // A create that fails first never awaits it; its error, if any, is the admission's to report.
+    reading.catch(() => undefined);
+    return reading;
+  }
+
+  /**
    * After a run is stored: a run queued behind its ticket's active run, or with dependencies,
    * waits for them (or fails at once when a dependency failed); any other is admitted or held.
    */
-  async function afterCreate(run: Run): Promise<Admitted> {
+  async function afterCreate(run: Run, ahead?: ControlsReadAhead): Promise<Admitted> {
     const dependsOn = run.dependsOn ?? [];
-    if (run.queuedBehind === undefined && dependsOn.length === 0) return (await admit(run)).outcome;
+    if (run.queuedBehind === undefined && dependsOn.length === 0)
+      return (await admit(run, 0, undefined, ahead)).outcome;
     if (run.queuedBehind !== undefined) await tickets.waitBehind(run, run.queuedBehind);
     if (dependsOn.length > 0)
       await deps.admission.commit(
@@ -420,6 +447,15 @@ export function makeAdmission(deps: AdmissionDeps) {
     await deps.admission.markBacklog(tenantId, backlogMark(deps.clock.now().toISOString()));
   }
 
-  return { admit, afterCreate, admitBacklog, onRunEnded, settleDependencies, checkDependencies, noteBacklog };
+  return {
+    admit,
+    readAhead,
+    afterCreate,
+    admitBacklog,
+    onRunEnded,
+    settleDependencies,
+    checkDependencies,
+    noteBacklog,
+  };
 }
 export type Admission = ReturnType<typeof makeAdmission>;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { Admission } from './admission.js';
+import type { Admission, ControlsReadAhead } from './admission.js';
 import type { ApprovalStore } from './ports/approvals.js';
 import type { RunStore } from './ports/runs.js';
 import { canonicalJson, type Json, sha256Hex } from '../domain/canonical.js';
@@ -152,6 +152,8 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
         ],
         input.idempotencyKey === undefined ? undefined : { key: input.idempotencyKey, requestHash },
       );
+    // Admission's read of the tenant's controls goes beside the create's transaction, not after it.
+    const ahead = run.dependsOn ? undefined : deps.admission?.readAhead(run.tenantId);
     let stored;
     try {
       stored = await store(run);
@@ -173,15 +175,15 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
         await admitOrStart(deps, existing.run);
       return { runId: existing.run.runId, status: existing.run.status, created: false };
     }
-    const admitted = await admitOrStart(deps, run);
+    const admitted = await admitOrStart(deps, run, run.queuedBehind === undefined ? ahead : undefined);
     const status = admitted === 'throttled' ? 'throttled' : admitted === 'failed' ? 'failed' : run.status;
     return { runId: run.runId, status, created: true };
   };
 }
 
 /** Admission decides whether a stored run starts now, waits `throttled`, or waits on its dependencies. */
-async function admitOrStart(deps: Omit<RunDeps, 'callbacks'>, run: Run) {
-  if (deps.admission) return deps.admission.afterCreate(run);
+async function admitOrStart(deps: Omit<RunDeps, 'callbacks'>, run: Run, ahead?: ControlsReadAhead) {
+  if (deps.admission) return deps.admission.afterCreate(run, ahead);
   // The execution is named for the run, so its ARN is derived when needed rather than stored.
   await deps.starter.start(run);
   return 'started';
