@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { capacityOf, configSchema } from '../shared/config.js';
@@ -26,6 +26,28 @@ export interface Section {
 }
 
 export type Scenario = (progress: (line: string) => void) => Promise<Section>;
+
+/** Clock ticks per second in `/proc/<pid>/stat` (`USER_HZ`, 100 on Linux). */
+const USER_HZ = 100;
+
+/**
+ * CPU a process has used (user + system), in milliseconds, from `/proc/<pid>/stat`; undefined where
+ * there is no `/proc` or the process is gone.
+ */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU of a `process.cpuUsage()`-style reading, in milliseconds. */
+export const cpuMs = (usage: NodeJS.CpuUsage): number => (usage.user + usage.system) / 1000;
 
 /** The `p`th percentile (0–100) by nearest rank. */
 export function percentile(values: readonly number[], p: number): number {

@@ -23,6 +23,8 @@ export interface MeteredEndpoint {
   readonly url: string;
   read(): Promise<MeterReadings>;
   reset(): Promise<void>;
+  /** CPU the meter's thread has used, in microseconds (as `process.cpuUsage()`). */
+  cpuUsage(): Promise<NodeJS.CpuUsage>;
   close(): Promise<void>;
 }
 
@@ -166,6 +168,7 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
     reset: async () => {
       await ask('reset');
     },
+    cpuUsage: () => thread.cpuUsage(),
     close: async () => {
       thread.postMessage({ kind: 'close' } satisfies MeterRequest);
       await exited;

@@ -85,6 +85,8 @@ export interface LocalStack {
   readonly demo: DemoService;
   /** Requests counted at the DynamoDB and SQS endpoints when `meterRequests` is set. */
   readonly meters?: { readonly dynamodb: MeteredEndpoint; readonly sqs: MeteredEndpoint };
+  /** DynamoDB Local's process, for the bench's CPU figures. */
+  readonly dynamoDbPid: number | undefined;
   stop(): Promise<void>;
   /** Kills the child processes at once; for an exit hook. */
   kill(): void;
@@ -440,6 +442,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       resumedExecutions,
       demo,
       ...(meters ? { meters } : {}),
+      dynamoDbPid: dynamo.process.pid,
       stop,
       kill,
     };

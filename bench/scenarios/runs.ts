@@ -1,12 +1,15 @@
 import { invocationCounts } from '../../local/lambdas.js';
 import type { RunEvent } from '../../shared/domain/events.js';
 import {
+  type BenchStack,
+  cpuMs,
   createRun,
   devFlexSlots,
   fixed,
   ms,
   percentile,
   pool,
+  processCpuMs,
   register,
   type Scenario,
   settle,
@@ -47,6 +50,44 @@ function throughput(logs: readonly (readonly RunEvent[])[]) {
     dispatchToStart: measured.flatMap((m) => m.dispatchToStart),
     runsPerSecond: logs.length / ((lastEnd - firstCreate) / 1000),
   };
+}
+
+interface CpuSnapshot {
+  readonly stack: number;
+  readonly meter: number;
+  readonly dynamodb: number | undefined;
+  /** Per worker process; one started during the measure counts from zero. */
+  readonly workers: ReadonlyMap<number, number>;
+}
+
+/** CPU used so far by the bench's process (less the request meter's threads), DynamoDB Local and the workers. */
+async function cpuSnapshot(bench: BenchStack): Promise<CpuSnapshot> {
+  const { stack } = bench;
+  const meters = stack.meters ? [stack.meters.dynamodb, stack.meters.sqs] : [];
+  const meter = (await Promise.all(meters.map(async (m) => cpuMs(await m.cpuUsage())))).reduce((a, b) => a + b, 0);
+  const workers = new Map<number, number>();
+  for (const pid of stack.workers.pids) {
+    const used = processCpuMs(pid);
+    if (used !== undefined) workers.set(pid, used);
+  }
+  return {
+    stack: cpuMs(process.cpuUsage()) - meter,
+    meter,
+    dynamodb: processCpuMs(stack.dynamoDbPid),
+    workers,
+  };
+}
+
+/** CPU per run between two snapshots, part by part (`?` where a part could not be read). */
+function cpuPerRun(before: CpuSnapshot, after: CpuSnapshot, runs: number) {
+  const per = (used: number | undefined) => (used === undefined ? '?' : `${fixed(used / runs, 1)} ms`);
+  const workers = [...after.workers].reduce((total, [pid, used]) => total + used - (before.workers.get(pid) ?? 0), 0);
+  return [
+    per(after.stack - before.stack),
+    per(after.meter - before.meter),
+    per(after.dynamodb === undefined || before.dynamodb === undefined ? undefined : after.dynamodb - before.dynamodb),
+    per(after.workers.size === 0 ? undefined : workers),
+  ].join(', ');
 }
 
 /** Per-run latencies from its event log. */
@@ -104,6 +145,7 @@ export const runsScenario: Scenario = async (progress) => {
     await meters.dynamodb.reset();
     await meters.sqs.reset();
     const transitionsBefore = stack.stepFunctions.counters.stateTransitions;
+    const cpuBefore = await cpuSnapshot(bench);
 
     progress(`creating ${RUNS} runs (${CONCURRENT_CREATES} at a time)`);
     const startedAt = Date.now();
@@ -114,6 +156,7 @@ export const runsScenario: Scenario = async (progress) => {
     );
     await settle(bench, 600_000, progress);
     const wallMs = Date.now() - startedAt;
+    const cpuAfter = await cpuSnapshot(bench);
 
     const dynamodbReadings = await meters.dynamodb.read();
     const dynamodb = dynamodbReadings.counts;
@@ -174,6 +217,11 @@ export const runsScenario: Scenario = async (progress) => {
           name: 'warm-up: runs per second, create-to-dispatch p50 / p99',
           value: `${fixed(cold.runsPerSecond)}; ${ms(percentile(cold.createToDispatch, 50))} / ${ms(percentile(cold.createToDispatch, 99))}`,
           note: `the ${warmupIds.length} runs before, on a local DynamoDB just started (its JIT compiler still busy)`,
+        },
+        {
+          name: 'CPU per run: stack, request meter, DynamoDB Local, workers',
+          value: cpuPerRun(cpuBefore, cpuAfter, RUNS),
+          note: "over the measured runs, user + system; the stack is this process's CPU less the meter's threads (its handlers, the interpreter, the stream mappings, fauxqs and the bench's own client); less noisy than the latencies, which the machine's other load moves",
         },
         { name: 'Step Functions state transitions per step', value: fixed(transitions / steps) },
         {
