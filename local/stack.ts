@@ -310,38 +310,34 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const resumedExecutions = await stepFunctions.start();
     cleanups.push(() => stepFunctions.stop());
 
-    const broadcast = new StreamMapping({
+    // The event log's stream feeds three functions, as in AWS: the live stream's broadcaster,
+    // lifecycle events out on the bus, and the admitter, which hears of runs ending and admits
+    // throttled and waiting runs. One reader serves the three (see `StreamMapping`).
+    const eventStream = new StreamMapping({
       endpoint: dynamo.endpoint,
       region: REGION,
       tableName: LOCAL_NAMES.tables.events,
-      handler: (event: DynamoDBStreamEvent) => invoke('broadcaster', event),
-      checkpointFile: join(dataDir, 'streams', 'events.json'),
+      consumers: [
+        {
+          name: 'broadcaster',
+          handler: (event: DynamoDBStreamEvent) => invoke('broadcaster', event),
+          checkpointFile: join(dataDir, 'streams', 'events.json'),
+        },
+        {
+          name: 'lifecycle-publisher',
+          handler: (event: DynamoDBStreamEvent) => invoke('lifecycle-publisher', event),
+          checkpointFile: join(dataDir, 'streams', 'lifecycle.json'),
+        },
+        {
+          name: 'admitter',
+          handler: (event: DynamoDBStreamEvent) => invoke('admitter', event),
+          checkpointFile: join(dataDir, 'streams', 'admitter.json'),
+        },
+      ],
       log,
     });
-    await broadcast.start();
-    cleanups.push(() => broadcast.stop());
-    // A second consumer of the same stream, as in AWS: lifecycle events out on the bus.
-    const lifecycle = new StreamMapping({
-      endpoint: dynamo.endpoint,
-      region: REGION,
-      tableName: LOCAL_NAMES.tables.events,
-      handler: (event: DynamoDBStreamEvent) => invoke('lifecycle-publisher', event),
-      checkpointFile: join(dataDir, 'streams', 'lifecycle.json'),
-      log,
-    });
-    await lifecycle.start();
-    cleanups.push(() => lifecycle.stop());
-    // A third: the admitter hears of runs ending, and admits throttled and waiting runs.
-    const admitter = new StreamMapping({
-      endpoint: dynamo.endpoint,
-      region: REGION,
-      tableName: LOCAL_NAMES.tables.events,
-      handler: (event: DynamoDBStreamEvent) => invoke('admitter', event),
-      checkpointFile: join(dataDir, 'streams', 'admitter.json'),
-      log,
-    });
-    await admitter.start();
-    cleanups.push(() => admitter.stop());
+    await eventStream.start();
+    cleanups.push(() => eventStream.stop());
     // Its schedule: what time makes eligible (windows, throttles, cooldowns).
     let admitting = false;
     const admitTick = setInterval(() => {

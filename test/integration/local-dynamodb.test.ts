@@ -1,13 +1,14 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { DynamoDBRecord } from 'aws-lambda';
+import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { DATABASE_FILE, startDynamoDbLocal } from '../../local/dynamodb-local.js';
-import { StreamMapping } from '../../local/streams.js';
+import { type StreamConsumer, StreamMapping } from '../../local/streams.js';
 import { ensureTables } from '../../shared/adapters/dynamodb/tables.js';
 import { TABLES } from '../../shared/resources/tables.js';
 import { freePort, startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
@@ -53,14 +54,13 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
 
   it('delivers new event-log items through the Streams API in order, and resumes from its checkpoint', async () => {
     const checkpointFile = join(mkdtempSync(join(tmpdir(), 'capstan-stream-')), 'events.json');
-    const mappingTo = (handler: ConstructorParameters<typeof StreamMapping>[0]['handler']) =>
+    const mappingTo = (handler: StreamConsumer['handler']) =>
       new StreamMapping({
         endpoint: dynamo.local.endpoint,
         region,
         tableName: dynamo.tableNames.events,
-        checkpointFile,
         pollMs: 20,
-        handler,
+        consumers: [{ name: 'test', handler, checkpointFile }],
       });
     const seen: number[] = [];
     let failOnce = true;
@@ -106,6 +106,87 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
     await until('the record written after the restart', async () => (later.length >= 1 ? true : undefined));
     await resumed.stop();
     expect(later).toEqual([6]);
+  });
+  it('reads the stream once for several functions, each at its own position and with its own retries', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'capstan-stream-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const runId = 'r3';
+    const put = (seq: number) =>
+      doc.send(
+        new TransactWriteCommand({
+          TransactItems: [{ Put: { TableName: dynamo.tableNames.events, Item: { runId, seq, type: 'x' } } }],
+        }),
+      );
+    const seqsOf = (event: DynamoDBStreamEvent) =>
+      event.Records.filter((r) => r.dynamodb?.NewImage?.runId?.S === runId).map((r) =>
+        Number(r.dynamodb?.NewImage?.seq?.N),
+      );
+    const files = { steady: join(dir, 'steady.json'), flaky: join(dir, 'flaky.json') };
+    const seen = { steady: [] as number[], flaky: [] as number[] };
+    let failOnce = true;
+    const mapping = (consumers: StreamConsumer[]) =>
+      new StreamMapping({
+        endpoint: dynamo.local.endpoint,
+        region,
+        tableName: dynamo.tableNames.events,
+        pollMs: 20,
+        consumers,
+      });
+    const sequenceOf = new Map<number, string>();
+    const steady: StreamConsumer = {
+      name: 'steady',
+      checkpointFile: files.steady,
+      handler: async (event) => {
+        for (const r of event.Records)
+          if (r.dynamodb?.NewImage?.runId?.S === runId)
+            sequenceOf.set(Number(r.dynamodb.NewImage.seq?.N), r.dynamodb.SequenceNumber ?? '');
+        seen.steady.push(...seqsOf(event));
+      },
+    };
+    const flaky: StreamConsumer = {
+      name: 'flaky',
+      checkpointFile: files.flaky,
+      handler: async (event) => {
+        const seqs = seqsOf(event);
+        if (failOnce && seqs.includes(2)) {
+          // Fails from its second record: only it is delivered those again.
+          failOnce = false;
+          seen.flaky.push(...seqs.filter((s) => s < 2));
+          const failed = event.Records.find(
+            (r) => r.dynamodb?.NewImage?.runId?.S === runId && r.dynamodb.NewImage.seq?.N === '2',
+          );
+          return { batchItemFailures: [{ itemIdentifier: failed?.dynamodb?.SequenceNumber ?? '' }] };
+        }
+        seen.flaky.push(...seqs);
+        return { batchItemFailures: [] };
+      },
+    };
+    const both = mapping([steady, flaky]);
+    await both.start();
+    for (let seq = 1; seq <= 3; seq++) await put(seq);
+    await until('three records to each', async () =>
+      seen.steady.length >= 3 && seen.flaky.length >= 3 ? true : undefined,
+    );
+    await both.stop();
+    expect(seen).toEqual({ steady: [1, 2, 3], flaky: [1, 2, 3] });
+
+    // The flaky function's position is set back to before its second record; the steady one's is not.
+    const checkpoints = z.record(z.string(), z.string());
+    const flakyAt = checkpoints.parse(JSON.parse(readFileSync(files.flaky, 'utf8')));
+    const steadyAt = checkpoints.parse(JSON.parse(readFileSync(files.steady, 'utf8')));
+    expect(flakyAt).toEqual(steadyAt);
+    await put(4);
+    const shard = Object.entries(flakyAt).find(([, at]) => at === sequenceOf.get(3))?.[0] ?? '';
+    writeFileSync(files.flaky, JSON.stringify({ ...flakyAt, [shard]: sequenceOf.get(1) }));
+    seen.steady.length = 0;
+    seen.flaky.length = 0;
+    const resumed = mapping([steady, flaky]);
+    await resumed.start();
+    await until('the records after each position', async () =>
+      seen.steady.length >= 1 && seen.flaky.length >= 3 ? true : undefined,
+    );
+    await resumed.stop();
+    expect(seen).toEqual({ steady: [4], flaky: [2, 3, 4] });
   });
 });
 
