@@ -3,6 +3,7 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
 import { bindHost } from './bind-host.js';
+import { withoutSdkLogging } from '../shared/adapters/aws-clients.js';
 import { SANDBOX_PROFILES, type SandboxProfile } from '../shared/domain/sandbox-profiles.js';
 import {
   DEAD_LETTER_RETENTION_SECONDS,
@@ -62,8 +63,8 @@ export async function startLocalQueues(options: LocalQueuesOptions): Promise<Loc
     region: options.region,
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   };
-  const sqs = new SQSClient({ ...client, useQueueUrlAsEndpoint: false });
-  const s3 = new S3Client({ ...client, forcePathStyle: true });
+  const sqs = withoutSdkLogging(new SQSClient({ ...client, useQueueUrlAsEndpoint: false }));
+  const s3 = withoutSdkLogging(new S3Client({ ...client, forcePathStyle: true }));
   try {
     // Each dead-letter queue comes before the queue whose redrive policy names it.
     for (const queue of queues) {

@@ -118,7 +118,7 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
   const thread = new Worker(new URL('./request-meter-thread.ts', import.meta.url), {
     workerData: { target, port },
     // The thread's module is TypeScript, loaded as this process loads its own.
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', import.meta.resolve('tsx')],
   });
   const waiting = new Map<number, { resolve: (reply: MeterReply) => void; reject: (error: Error) => void }>();
   let gone: Error | undefined;
@@ -130,7 +130,10 @@ export async function startMeteredEndpoint(target: string, port = 0): Promise<Me
   };
   const started = new Promise<number>((resolve, reject) => {
     thread.on('message', (raw) => {
-      const reply = meterReplySchema.parse(raw);
+      const parsed = meterReplySchema.safeParse(raw);
+      if (!parsed.success)
+        return stop(new Error(`the request meter answered what it should not: ${parsed.error.message}`));
+      const reply = parsed.data;
       if (reply.kind === 'ready') resolve(reply.port);
       else {
         waiting.get(reply.id)?.resolve(reply);

@@ -152,15 +152,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const queueEndpoint = `http://127.0.0.1:${queues.port}`;
     let meters: LocalStack['meters'];
     if (options.meterRequests) {
-      const metered = {
-        dynamodb: await startMeteredEndpoint(dynamo.endpoint),
-        sqs: await startMeteredEndpoint(queueEndpoint),
-      };
-      meters = metered;
-      cleanups.push(async () => {
-        await metered.dynamodb.close();
-        await metered.sqs.close();
-      });
+      // Each meter's thread is stopped with the stack, even when the next one fails to start.
+      const dynamodbMeter = await startMeteredEndpoint(dynamo.endpoint);
+      cleanups.push(() => dynamodbMeter.close());
+      const sqsMeter = await startMeteredEndpoint(queueEndpoint);
+      cleanups.push(() => sqsMeter.close());
+      meters = { dynamodb: dynamodbMeter, sqs: sqsMeter };
     }
     const endpoints = {
       DYNAMODB: meters?.dynamodb.url ?? dynamo.endpoint,

@@ -42,18 +42,39 @@ const batchResponse = z
 /** How often at most a checkpoint file is written while records flow. */
 const CHECKPOINT_EVERY_MS = 500;
 
+/**
+ * Batches a function may have waiting before the reader stops reading for everyone: a function
+ * that keeps failing holds the others up only once it is this far behind.
+ */
+const MAX_WAITING_BATCHES = 50;
+
 interface ShardReader {
   iterator: string | undefined;
   closed: boolean;
 }
 
+/** A batch waiting for one function: the records it has not had, and the position after them. */
+interface Batch {
+  readonly streamArn: string;
+  readonly shardId: string;
+  readonly records: readonly _Record[];
+  readonly last: string;
+}
+
+const sequenceSchema = z.string().regex(/^\d+$/);
+
 /** Stream sequence numbers are decimal strings of any length: compared as numbers. */
 const after = (sequence: string | undefined, checkpoint: string | undefined) =>
   sequence !== undefined && (checkpoint === undefined || BigInt(sequence) > BigInt(checkpoint));
 
-/** A consumer's position per shard, kept in its checkpoint file. */
+/** A function's position per shard (kept in its checkpoint file) and the batches waiting for it. */
 class Position {
   shards: Record<string, string> = {};
+  /** Per shard, the last record queued for the function (ahead of `shards` while batches wait). */
+  queuedTo: Record<string, string> = {};
+  readonly waiting: Batch[] = [];
+  /** Set while the function works through `waiting`. */
+  draining?: Promise<void>;
   private saving?: NodeJS.Timeout;
 
   constructor(
@@ -61,8 +82,18 @@ class Position {
     private readonly log?: (line: string) => void,
   ) {
     const file = consumer.checkpointFile;
-    if (file && existsSync(file))
-      this.shards = z.record(z.string(), z.string()).parse(JSON.parse(readFileSync(file, 'utf8')));
+    if (!file || !existsSync(file)) return;
+    const stored = z.record(z.string(), z.unknown()).safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    for (const [shardId, at] of Object.entries(stored.success ? stored.data : {})) {
+      const sequence = sequenceSchema.safeParse(at);
+      if (sequence.success) this.shards[shardId] = sequence.data;
+      else
+        log?.(
+          `stream mapping ${consumer.name}: checkpoint for ${shardId} is not a sequence number; reading the shard from its start`,
+        );
+    }
+    if (!stored.success)
+      log?.(`stream mapping ${consumer.name}: ${file} is not a checkpoint file; reading from the start`);
   }
 
   /**
@@ -71,6 +102,7 @@ class Position {
    * AWS may; every consumer is idempotent.
    */
   advance(shardId: string, sequence: string): void {
+    if (!after(sequence, this.shards[shardId])) return;
     this.shards[shardId] = sequence;
     if (!this.consumer.checkpointFile || this.saving) return;
     this.saving = setTimeout(() => {
@@ -83,8 +115,22 @@ class Position {
     }, CHECKPOINT_EVERY_MS);
   }
 
+  /** Queues a batch; the records it holds are never queued again, whatever the reader reads. */
+  queue(batch: Batch): void {
+    this.waiting.push(batch);
+    this.queuedTo[batch.shardId] = batch.last;
+  }
+
+  /** What the reader may skip in a shard: what was queued, or else what the checkpoint says was had. */
+  seen(shardId: string): string | undefined {
+    return this.queuedTo[shardId] ?? this.shards[shardId];
+  }
+
   forget(shardId: string): void {
-    this.shards = Object.fromEntries(Object.entries(this.shards).filter(([id]) => id !== shardId));
+    const without = (record: Record<string, string>) =>
+      Object.fromEntries(Object.entries(record).filter(([id]) => id !== shardId));
+    this.shards = without(this.shards);
+    this.queuedTo = without(this.queuedTo);
   }
 
   flush(): void {
@@ -107,11 +153,12 @@ class Position {
  * (TRIM_HORIZON, batches of 100, 5 retries, partial batch responses): reads DynamoDB Local's Streams
  * API shard by shard, in order, and keeps each function's position in its own checkpoint file.
  *
- * One reader serves every function of the stream: each batch is read once and handed to each
- * function that has not had it yet, side by side. In AWS each mapping polls on its own; here three
- * pollers cost DynamoDB Local about three times the CPU for the same records. What each function
- * sees is the same (every record once, in order per shard, retried from a partial failure), except
- * that the reader moves on when the slowest of them is done with a batch.
+ * One reader serves every function of the stream: each batch is read once and queued for each
+ * function that has not had it yet, and each function works through its own queue. In AWS each
+ * mapping polls on its own; here three pollers cost DynamoDB Local about three times the CPU for
+ * the same records. What each function sees is the same (every record once, in order per shard,
+ * retried from a partial failure), and a function that fails or is slow holds the others up only
+ * once `MAX_WAITING_BATCHES` batches wait for it.
  */
 export class StreamMapping {
   private readonly streams: DynamoDBStreamsClient;
@@ -139,9 +186,11 @@ export class StreamMapping {
     this.loop = this.run(streamArn);
   }
 
+  /** Stops reading; the batches already read are delivered (or given up on) before it returns. */
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
+    await Promise.all(this.positions.map((p) => p.draining));
     for (const position of this.positions) position.flush();
     this.streams.destroy();
     this.dynamo.destroy();
@@ -181,9 +230,10 @@ export class StreamMapping {
   /** From the earliest position any function has in the shard: the shard's start if one has none. */
   private async iterator(streamArn: string, shardId: string): Promise<string | undefined> {
     const held = this.positions.map((p) => p.shards[shardId]);
-    const earliest = held.includes(undefined)
-      ? undefined
-      : held.reduce((a, b) => (a !== undefined && b !== undefined && BigInt(b) < BigInt(a) ? b : a));
+    let earliest: string | undefined;
+    if (!held.includes(undefined))
+      for (const at of held)
+        if (at !== undefined && (earliest === undefined || BigInt(at) < BigInt(earliest))) earliest = at;
     try {
       const { ShardIterator } = await this.streams.send(
         new GetShardIteratorCommand({
@@ -196,16 +246,22 @@ export class StreamMapping {
       );
       return ShardIterator;
     } catch (error) {
-      if (!earliest) throw error;
-      this.options.log?.(`stream mapping: checkpoint for ${shardId} is gone; reading the shard from its start`);
-      for (const position of this.positions) position.forget(shardId);
+      // Only the service refusing the position (trimmed, or a shard it no longer has) moves it; a
+      // service that cannot be reached is tried again as it is.
+      const refused = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 400;
+      if (!earliest || !refused) throw error;
+      this.options.log?.(`stream mapping: position ${earliest} in ${shardId} is gone; trying the next one back`);
+      // The functions at that position read the shard from its start; the others keep theirs.
+      for (const position of this.positions) if (position.shards[shardId] === earliest) position.forget(shardId);
       return this.iterator(streamArn, shardId);
     }
   }
 
-  /** Reads one batch from a shard and delivers it; true when there was something to deliver. */
+  /** Reads one batch from a shard and queues it for each function; true when there were records. */
   private async poll(streamArn: string, shardId: string, reader: ShardReader): Promise<boolean> {
     if (reader.closed || !reader.iterator) return false;
+    // A function this far behind holds the reading up, so nothing waits in memory without bound.
+    if (this.positions.some((p) => p.waiting.length >= MAX_WAITING_BATCHES)) return false;
     let page;
     try {
       page = await this.streams.send(
@@ -220,20 +276,34 @@ export class StreamMapping {
     }
     const { Records = [], NextShardIterator } = page;
     const last = Records.at(-1)?.dynamodb?.SequenceNumber;
-    if (Records.length > 0)
-      await Promise.all(
-        this.positions.map(async (position) => {
-          // A function whose position is further on (its checkpoint was newer) skips what it had.
-          const unseen = Records.filter((r) => after(r.dynamodb?.SequenceNumber, position.shards[shardId]));
-          if (unseen.length > 0) await this.deliver(position.consumer, streamArn, unseen);
-          if (last && after(last, position.shards[shardId])) position.advance(shardId, last);
-        }),
-      );
+    if (last)
+      for (const position of this.positions) {
+        // A function further on (its checkpoint was newer, or the reader started again from an
+        // older one) skips what it had or has waiting.
+        const records = Records.filter((r) => after(r.dynamodb?.SequenceNumber, position.seen(shardId)));
+        if (records.length === 0) continue;
+        position.queue({ streamArn, shardId, records, last });
+        position.draining ??= this.drain(position);
+      }
     reader.iterator = NextShardIterator;
     if (!NextShardIterator) reader.closed = true;
     return Records.length > 0;
   }
 
+  /** Hands a function its waiting batches, one at a time and in order. */
+  private async drain(position: Position): Promise<void> {
+    try {
+      for (let batch = position.waiting[0]; batch; batch = position.waiting[0]) {
+        await this.deliver(position.consumer, batch.streamArn, batch.records);
+        position.advance(batch.shardId, batch.last);
+        position.waiting.shift();
+      }
+    } finally {
+      position.draining = undefined;
+    }
+  }
+
+  /** Delivers a batch with the mapping's retries; never throws (a batch given up on is logged). */
   private async deliver(consumer: StreamConsumer, streamArn: string, records: readonly _Record[]): Promise<void> {
     let pending = records.map((r) => toLambdaRecord(r, streamArn, this.options.region));
     const attempts = this.options.retryAttempts ?? 5;
@@ -249,7 +319,7 @@ export class StreamMapping {
           `stream mapping ${consumer.name}: handler failed (${(error as Error).message}), attempt ${attempt + 1}`,
         );
       }
-      if (pending.length > 0) await sleep(Math.min(1000 * 2 ** attempt, 10_000));
+      if (pending.length > 0 && attempt < attempts) await sleep(Math.min(1000 * 2 ** attempt, 10_000));
     }
     if (pending.length > 0)
       this.options.log?.(

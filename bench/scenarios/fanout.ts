@@ -1,4 +1,5 @@
 import { GetExecutionHistoryCommand, SFNClient } from '@aws-sdk/client-sfn';
+import { withoutSdkLogging } from '../../shared/adapters/aws-clients.js';
 import { LOCAL_NAMES } from '../../local/stack.js';
 import { executionArnFor } from '../../shared/adapters/sfn.js';
 import { type RunEvent, verifyChain } from '../../shared/domain/events.js';
@@ -210,11 +211,13 @@ const describeCase = (c: FanoutCase): Measure[] => [
  */
 export const fanoutScenario: Scenario = async (progress) => {
   const bench = await startBenchStack({ workers: { 'dev-flex': WORKERS } });
-  const sfn = new SFNClient({
-    endpoint: bench.stack.stepFunctions.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const sfn = withoutSdkLogging(
+    new SFNClient({
+      endpoint: bench.stack.stepFunctions.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    }),
+  );
   try {
     const largest = Math.max(...SIZES);
     await declareNodes(bench, largest, progress);

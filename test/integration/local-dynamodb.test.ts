@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { z } from 'zod';
@@ -187,6 +188,102 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
     );
     await resumed.stop();
     expect(seen).toEqual({ steady: [4], flaky: [2, 3, 4] });
+  });
+  it('keeps feeding the other functions while one is stuck on a batch, and then feeds it what it missed, in order', async () => {
+    const runId = 'r4';
+    const seqsOf = (event: DynamoDBStreamEvent) =>
+      event.Records.filter((r) => r.dynamodb?.NewImage?.runId?.S === runId).map((r) =>
+        Number(r.dynamodb?.NewImage?.seq?.N),
+      );
+    const seen = { quick: [] as number[], stuck: [] as number[] };
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const mapping = new StreamMapping({
+      endpoint: dynamo.local.endpoint,
+      region,
+      tableName: dynamo.tableNames.events,
+      pollMs: 20,
+      consumers: [
+        { name: 'quick', handler: async (event) => void seen.quick.push(...seqsOf(event)) },
+        {
+          name: 'stuck',
+          handler: async (event) => {
+            const seqs = seqsOf(event);
+            if (seqs.includes(1)) await released;
+            seen.stuck.push(...seqs);
+          },
+        },
+      ],
+    });
+    await mapping.start();
+    try {
+      for (let seq = 1; seq <= 3; seq++) {
+        await doc.send(
+          new TransactWriteCommand({
+            TransactItems: [{ Put: { TableName: dynamo.tableNames.events, Item: { runId, seq, type: 'x' } } }],
+          }),
+        );
+        // Each record in a batch of its own.
+        await until(`record ${seq} to the quick function`, async () => (seen.quick.includes(seq) ? true : undefined));
+      }
+      expect(seen).toEqual({ quick: [1, 2, 3], stuck: [] });
+      release();
+      await until('the stuck function to catch up', async () => (seen.stuck.length >= 3 ? true : undefined));
+    } finally {
+      release();
+      await mapping.stop();
+    }
+    expect(seen).toEqual({ quick: [1, 2, 3], stuck: [1, 2, 3] });
+  });
+  it('reads from the start past a checkpoint that holds no sequence number, rather than stalling', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'capstan-stream-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const checkpointFile = join(dir, 'broken.json');
+    // Every shard the stream has holds something that is not a position.
+    const client = { endpoint: dynamo.local.endpoint, region, credentials };
+    const ddb = new DynamoDBClient(client);
+    const streams = new DynamoDBStreamsClient(client);
+    onTestFinished(() => {
+      ddb.destroy();
+      streams.destroy();
+    });
+    const { Table } = await ddb.send(new DescribeTableCommand({ TableName: dynamo.tableNames.events }));
+    const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: Table?.LatestStreamArn }));
+    const shards = (StreamDescription?.Shards ?? []).map((shard) => [shard.ShardId, 'not-a-number']);
+    expect(shards.length).toBeGreaterThan(0);
+    writeFileSync(checkpointFile, JSON.stringify(Object.fromEntries(shards)));
+    await doc.send(
+      new TransactWriteCommand({
+        TransactItems: [{ Put: { TableName: dynamo.tableNames.events, Item: { runId: 'r5', seq: 1, type: 'x' } } }],
+      }),
+    );
+    const logged: string[] = [];
+    const seen: number[] = [];
+    const mapping = new StreamMapping({
+      endpoint: dynamo.local.endpoint,
+      region,
+      tableName: dynamo.tableNames.events,
+      pollMs: 20,
+      log: (line) => logged.push(line),
+      consumers: [
+        {
+          name: 'reader',
+          checkpointFile,
+          handler: async (event) => {
+            for (const r of event.Records)
+              if (r.dynamodb?.NewImage?.runId?.S === 'r5') seen.push(Number(r.dynamodb.NewImage.seq?.N));
+          },
+        },
+      ],
+    });
+    await mapping.start();
+    try {
+      await until('the record past the broken checkpoint', async () => (seen.length >= 1 ? true : undefined));
+    } finally {
+      await mapping.stop();
+    }
+    expect(seen).toEqual([1]);
+    expect(logged.join('\n')).toContain('is not a sequence number');
   });
 });
 
