@@ -61,13 +61,10 @@ const previous = z
   .object({ sections: z.array(z.object({ title: z.string(), scenario: z.string().optional() }).passthrough()) })
   .safeParse(existsSync(join(dir, 'report.json')) ? JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) : {});
 if (requested.length > 0 && previous.success) {
-  const topic = (title: string) => title.split(/[:(]/)[0]?.trim().toLowerCase();
-  // A scenario run again replaces its section, failed or not; a report from before sections named
-  // their scenario is matched by title.
-  const kept = (previous.data.sections as unknown as Section[]).filter((old) =>
-    old.scenario === undefined
-      ? !names.includes(topic(old.title) ?? '') && !sections.some((s) => topic(s.title) === topic(old.title))
-      : !names.includes(old.scenario),
+  // A scenario run again replaces its section, failed or not. A section that names no scenario is
+  // from a report older than that name, and is dropped rather than guessed at.
+  const kept = (previous.data.sections as unknown as Section[]).filter(
+    (old) => old.scenario !== undefined && !names.includes(old.scenario),
   );
   sections.unshift(...kept);
 }

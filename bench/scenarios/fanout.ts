@@ -1,6 +1,7 @@
 import { GetExecutionHistoryCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { withoutSdkLogging } from '../../shared/adapters/aws-clients.js';
 import { LOCAL_NAMES } from '../../local/stack.js';
+import { totalOf } from '../../local/request-meter.js';
 import { executionArnFor } from '../../shared/adapters/sfn.js';
 import { type RunEvent, verifyChain } from '../../shared/domain/events.js';
 import {
@@ -43,7 +44,6 @@ export interface FanoutCase {
   readonly refusedTransactionsPerEvent: number;
 }
 
-const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 const nonZero = (counts: Record<string, number>) => Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
 
 /** Nodes `node-0001` ... in group `n1000`; the first 100 also in `n100`, the first 10 in `n10`. */
@@ -163,7 +163,7 @@ async function measureCase(
     succeededTargets,
     dynamodb,
     dynamodbRefused,
-    dynamodbPerTarget: sum(dynamodb) / size,
+    dynamodbPerTarget: totalOf(dynamodb) / size,
     refusedTransactionsPerEvent: (dynamodbRefused.TransactWriteItems ?? 0) / events.length,
   };
   progress(

@@ -1,4 +1,5 @@
 import { invocationCounts } from '../../local/lambdas.js';
+import { totalOf } from '../../local/request-meter.js';
 import type { RunEvent } from '../../shared/domain/events.js';
 import {
   type BenchStack,
@@ -118,8 +119,6 @@ function perStep(counts: Record<string, number>, steps: number) {
   );
 }
 
-const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
-
 /**
  * 200 runs of a three-step no-op runbook on the local stack with two workers: how fast a run
  * reaches its first dispatch and a step its worker, how many runs per second, and what each
@@ -226,12 +225,12 @@ export const runsScenario: Scenario = async (progress) => {
         { name: 'Step Functions state transitions per step', value: fixed(transitions / steps) },
         {
           name: 'Lambda invocations per step',
-          value: fixed(sum(lambdas) / steps),
+          value: fixed(totalOf(lambdas) / steps),
           note: JSON.stringify(perStep(lambdas, steps)),
         },
         {
           name: 'DynamoDB requests per step',
-          value: fixed(sum(dynamodb) / steps),
+          value: fixed(totalOf(dynamodb) / steps),
           note: JSON.stringify(perStep(dynamodb, steps)),
         },
         {
@@ -251,7 +250,7 @@ export const runsScenario: Scenario = async (progress) => {
         },
         {
           name: 'SQS requests per step',
-          value: fixed(sum(sqs) / steps),
+          value: fixed(totalOf(sqs) / steps),
           note: `${JSON.stringify(perStep(sqs, steps))}; idle long polls included`,
         },
       ],

@@ -23,20 +23,22 @@ function once<T>(make: () => T): () => T {
   return () => (value ??= make());
 }
 
+/** Any SDK v3 client: what the factory needs of one. */
+type SdkClient = { middlewareStack: { remove(name: string): boolean } };
+
 /**
  * Capstan gives the SDK no logger, yet the SDK's logger middleware still builds a redacted copy of
  * every request and response for its default (no-op) logger, walking the operation's schema over
  * each item: a few percent of a busy handler's CPU, for lines nobody reads. Every client here goes
  * without it; Capstan's own logs say what a request was for.
  */
-export function withoutSdkLogging<C extends { middlewareStack: { remove(name: string): boolean } }>(client: C): C {
+export function withoutSdkLogging<C extends SdkClient>(client: C): C {
   client.middlewareStack.remove('loggerMiddleware');
   return client;
 }
 
 /** A client as the factory hands it out: traced in Lambda, without the SDK's logging. */
-const built = <C extends { middlewareStack: { remove(name: string): boolean } }>(client: C): C =>
-  traced(withoutSdkLogging(client));
+const built = <C extends SdkClient>(client: C): C => traced(withoutSdkLogging(client));
 
 export const dynamoDbClient = once(() => built(new DynamoDBClient(clientConfig('dynamodb'))));
 /** A short-lived DynamoDB client on `endpoint`, for set-up that addresses a DynamoDB other than the configured one. */

@@ -175,7 +175,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
         await admitOrStart(deps, existing.run);
       return { runId: existing.run.runId, status: existing.run.status, created: false };
     }
-    const admitted = await admitOrStart(deps, run, run.queuedBehind === undefined ? ahead : undefined);
+    const admitted = await admitOrStart(deps, run, ahead);
     const status = admitted === 'throttled' ? 'throttled' : admitted === 'failed' ? 'failed' : run.status;
     return { runId: run.runId, status, created: true };
   };

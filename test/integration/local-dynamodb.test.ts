@@ -9,7 +9,8 @@ import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { DATABASE_FILE, startDynamoDbLocal } from '../../local/dynamodb-local.js';
-import { type StreamConsumer, StreamMapping } from '../../local/streams.js';
+import type { StreamConsumer } from '../../local/stream-positions.js';
+import { StreamMapping } from '../../local/streams.js';
 import { ensureTables } from '../../shared/adapters/dynamodb/tables.js';
 import { TABLES } from '../../shared/resources/tables.js';
 import { freePort, startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
@@ -28,6 +29,32 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
   afterAll(async () => {
     await dynamo?.local.stop();
   });
+
+  /** Appends an item to the event log, in a transaction as the run store does. */
+  const putEvent = (runId: string, seq: number, type = 'x') =>
+    doc.send(
+      new TransactWriteCommand({
+        TransactItems: [{ Put: { TableName: dynamo.tableNames.events, Item: { runId, seq, type } } }],
+      }),
+    );
+  /** The seqs of one run's records in a batch, in order. */
+  const seqsOf = (runId: string, event: DynamoDBStreamEvent) =>
+    event.Records.filter((r: DynamoDBRecord) => r.dynamodb?.NewImage?.runId?.S === runId).map((r) =>
+      Number(r.dynamodb?.NewImage?.seq?.N),
+    );
+  /** The record of one run's `seq` in a batch. */
+  const recordOf = (runId: string, seq: number, event: DynamoDBStreamEvent) =>
+    event.Records.find((r) => r.dynamodb?.NewImage?.runId?.S === runId && r.dynamodb.NewImage.seq?.N === String(seq));
+  /** A mapping of the event log's stream that polls often. */
+  const mappingOf = (consumers: StreamConsumer[], log?: (line: string) => void) =>
+    new StreamMapping({
+      endpoint: dynamo.local.endpoint,
+      region,
+      tableName: dynamo.tableNames.events,
+      pollMs: 20,
+      consumers,
+      ...(log && { log }),
+    });
 
   it('commits a state change and its event together, or neither', async () => {
     const { state, events } = dynamo.tableNames;
@@ -55,24 +82,15 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
 
   it('delivers new event-log items through the Streams API in order, and resumes from its checkpoint', async () => {
     const checkpointFile = join(mkdtempSync(join(tmpdir(), 'capstan-stream-')), 'events.json');
-    const mappingTo = (handler: StreamConsumer['handler']) =>
-      new StreamMapping({
-        endpoint: dynamo.local.endpoint,
-        region,
-        tableName: dynamo.tableNames.events,
-        pollMs: 20,
-        consumers: [{ name: 'test', handler, checkpointFile }],
-      });
+    const mappingTo = (handler: StreamConsumer['handler']) => mappingOf([{ name: 'test', handler, checkpointFile }]);
     const seen: number[] = [];
     let failOnce = true;
     const mapping = mappingTo(async (event) => {
-      const seqs = event.Records.filter((r: DynamoDBRecord) => r.dynamodb?.NewImage?.runId?.S === 'r2').map((r) =>
-        Number(r.dynamodb?.NewImage?.seq?.N),
-      );
+      const seqs = seqsOf('r2', event);
       // A partial batch failure is retried from the failed record, as the CDK mapping's setting says.
       if (failOnce && seqs.includes(3)) {
         failOnce = false;
-        const failed = event.Records.find((r) => r.dynamodb?.NewImage?.seq?.N === '3');
+        const failed = recordOf('r2', 3, event);
         seen.push(...seqs.filter((s) => s < 3));
         return { batchItemFailures: [{ itemIdentifier: failed?.dynamodb?.SequenceNumber ?? '' }] };
       }
@@ -80,14 +98,7 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
       return { batchItemFailures: [] };
     });
     await mapping.start();
-    for (let seq = 1; seq <= 5; seq++)
-      await doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: dynamo.tableNames.events, Item: { runId: 'r2', seq, type: 'step.output' } } },
-          ],
-        }),
-      );
+    for (let seq = 1; seq <= 5; seq++) await putEvent('r2', seq, 'step.output');
     await until('five stream records', async () => (seen.length >= 5 ? true : undefined));
     await mapping.stop();
     expect(seen).toEqual([1, 2, 3, 4, 5]);
@@ -99,11 +110,7 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
       later.push(...event.Records.map((r) => Number(r.dynamodb?.NewImage?.seq?.N)));
     });
     await resumed.start();
-    await doc.send(
-      new TransactWriteCommand({
-        TransactItems: [{ Put: { TableName: dynamo.tableNames.events, Item: { runId: 'r2', seq: 6, type: 'x' } } }],
-      }),
-    );
+    await putEvent('r2', 6);
     await until('the record written after the restart', async () => (later.length >= 1 ? true : undefined));
     await resumed.stop();
     expect(later).toEqual([6]);
@@ -112,59 +119,38 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
     const dir = mkdtempSync(join(tmpdir(), 'capstan-stream-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const runId = 'r3';
-    const put = (seq: number) =>
-      doc.send(
-        new TransactWriteCommand({
-          TransactItems: [{ Put: { TableName: dynamo.tableNames.events, Item: { runId, seq, type: 'x' } } }],
-        }),
-      );
-    const seqsOf = (event: DynamoDBStreamEvent) =>
-      event.Records.filter((r) => r.dynamodb?.NewImage?.runId?.S === runId).map((r) =>
-        Number(r.dynamodb?.NewImage?.seq?.N),
-      );
     const files = { steady: join(dir, 'steady.json'), flaky: join(dir, 'flaky.json') };
     const seen = { steady: [] as number[], flaky: [] as number[] };
     let failOnce = true;
-    const mapping = (consumers: StreamConsumer[]) =>
-      new StreamMapping({
-        endpoint: dynamo.local.endpoint,
-        region,
-        tableName: dynamo.tableNames.events,
-        pollMs: 20,
-        consumers,
-      });
     const sequenceOf = new Map<number, string>();
     const steady: StreamConsumer = {
       name: 'steady',
       checkpointFile: files.steady,
       handler: async (event) => {
-        for (const r of event.Records)
-          if (r.dynamodb?.NewImage?.runId?.S === runId)
-            sequenceOf.set(Number(r.dynamodb.NewImage.seq?.N), r.dynamodb.SequenceNumber ?? '');
-        seen.steady.push(...seqsOf(event));
+        const seqs = seqsOf(runId, event);
+        for (const seq of seqs) sequenceOf.set(seq, recordOf(runId, seq, event)?.dynamodb?.SequenceNumber ?? '');
+        seen.steady.push(...seqs);
       },
     };
     const flaky: StreamConsumer = {
       name: 'flaky',
       checkpointFile: files.flaky,
       handler: async (event) => {
-        const seqs = seqsOf(event);
+        const seqs = seqsOf(runId, event);
         if (failOnce && seqs.includes(2)) {
           // Fails from its second record: only it is delivered those again.
           failOnce = false;
           seen.flaky.push(...seqs.filter((s) => s < 2));
-          const failed = event.Records.find(
-            (r) => r.dynamodb?.NewImage?.runId?.S === runId && r.dynamodb.NewImage.seq?.N === '2',
-          );
+          const failed = recordOf(runId, 2, event);
           return { batchItemFailures: [{ itemIdentifier: failed?.dynamodb?.SequenceNumber ?? '' }] };
         }
         seen.flaky.push(...seqs);
         return { batchItemFailures: [] };
       },
     };
-    const both = mapping([steady, flaky]);
+    const both = mappingOf([steady, flaky]);
     await both.start();
-    for (let seq = 1; seq <= 3; seq++) await put(seq);
+    for (let seq = 1; seq <= 3; seq++) await putEvent(runId, seq);
     await until('three records to each', async () =>
       seen.steady.length >= 3 && seen.flaky.length >= 3 ? true : undefined,
     );
@@ -176,12 +162,12 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
     const flakyAt = checkpoints.parse(JSON.parse(readFileSync(files.flaky, 'utf8')));
     const steadyAt = checkpoints.parse(JSON.parse(readFileSync(files.steady, 'utf8')));
     expect(flakyAt).toEqual(steadyAt);
-    await put(4);
+    await putEvent(runId, 4);
     const shard = Object.entries(flakyAt).find(([, at]) => at === sequenceOf.get(3))?.[0] ?? '';
     writeFileSync(files.flaky, JSON.stringify({ ...flakyAt, [shard]: sequenceOf.get(1) }));
     seen.steady.length = 0;
     seen.flaky.length = 0;
-    const resumed = mapping([steady, flaky]);
+    const resumed = mappingOf([steady, flaky]);
     await resumed.start();
     await until('the records after each position', async () =>
       seen.steady.length >= 1 && seen.flaky.length >= 3 ? true : undefined,
@@ -191,38 +177,24 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
   });
   it('keeps feeding the other functions while one is stuck on a batch, and then feeds it what it missed, in order', async () => {
     const runId = 'r4';
-    const seqsOf = (event: DynamoDBStreamEvent) =>
-      event.Records.filter((r) => r.dynamodb?.NewImage?.runId?.S === runId).map((r) =>
-        Number(r.dynamodb?.NewImage?.seq?.N),
-      );
     const seen = { quick: [] as number[], stuck: [] as number[] };
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const mapping = new StreamMapping({
-      endpoint: dynamo.local.endpoint,
-      region,
-      tableName: dynamo.tableNames.events,
-      pollMs: 20,
-      consumers: [
-        { name: 'quick', handler: async (event) => void seen.quick.push(...seqsOf(event)) },
-        {
-          name: 'stuck',
-          handler: async (event) => {
-            const seqs = seqsOf(event);
-            if (seqs.includes(1)) await released;
-            seen.stuck.push(...seqs);
-          },
+    const mapping = mappingOf([
+      { name: 'quick', handler: async (event) => void seen.quick.push(...seqsOf(runId, event)) },
+      {
+        name: 'stuck',
+        handler: async (event) => {
+          const seqs = seqsOf(runId, event);
+          if (seqs.includes(1)) await released;
+          seen.stuck.push(...seqs);
         },
-      ],
-    });
+      },
+    ]);
     await mapping.start();
     try {
       for (let seq = 1; seq <= 3; seq++) {
-        await doc.send(
-          new TransactWriteCommand({
-            TransactItems: [{ Put: { TableName: dynamo.tableNames.events, Item: { runId, seq, type: 'x' } } }],
-          }),
-        );
+        await putEvent(runId, seq);
         // Each record in a batch of its own.
         await until(`record ${seq} to the quick function`, async () => (seen.quick.includes(seq) ? true : undefined));
       }
@@ -252,30 +224,13 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
     const shards = (StreamDescription?.Shards ?? []).map((shard) => [shard.ShardId, 'not-a-number']);
     expect(shards.length).toBeGreaterThan(0);
     writeFileSync(checkpointFile, JSON.stringify(Object.fromEntries(shards)));
-    await doc.send(
-      new TransactWriteCommand({
-        TransactItems: [{ Put: { TableName: dynamo.tableNames.events, Item: { runId: 'r5', seq: 1, type: 'x' } } }],
-      }),
-    );
+    await putEvent('r5', 1);
     const logged: string[] = [];
     const seen: number[] = [];
-    const mapping = new StreamMapping({
-      endpoint: dynamo.local.endpoint,
-      region,
-      tableName: dynamo.tableNames.events,
-      pollMs: 20,
-      log: (line) => logged.push(line),
-      consumers: [
-        {
-          name: 'reader',
-          checkpointFile,
-          handler: async (event) => {
-            for (const r of event.Records)
-              if (r.dynamodb?.NewImage?.runId?.S === 'r5') seen.push(Number(r.dynamodb.NewImage.seq?.N));
-          },
-        },
-      ],
-    });
+    const mapping = mappingOf(
+      [{ name: 'reader', checkpointFile, handler: async (event) => void seen.push(...seqsOf('r5', event)) }],
+      (line) => logged.push(line),
+    );
     await mapping.start();
     try {
       await until('the record past the broken checkpoint', async () => (seen.length >= 1 ? true : undefined));

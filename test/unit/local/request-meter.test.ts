@@ -33,6 +33,14 @@ afterAll(async () => {
   upstream.close();
 });
 
+/** A DynamoDB request of `operation` through the meter. */
+const post = (operation: string, path: string) =>
+  fetch(`${meter.url}${path}`, {
+    method: 'POST',
+    headers: { 'x-amz-target': `DynamoDB_20120810.${operation}` },
+    body: '{}',
+  });
+
 describe('the request meter', () => {
   it('passes requests through and counts them by the operation they name', async () => {
     const call = (headers: Record<string, string>, path = '/', body = '{}') =>
@@ -54,14 +62,8 @@ describe('the request meter', () => {
 
   it('counts the requests the service refuses apart, per operation', async () => {
     await meter.reset();
-    const call = (path: string) =>
-      fetch(`${meter.url}${path}`, {
-        method: 'POST',
-        headers: { 'x-amz-target': 'DynamoDB_20120810.TransactWriteItems' },
-        body: '{}',
-      }).then((r) => r.status);
-    expect(await call('/refuse')).toBe(400);
-    expect(await call('/')).toBe(200);
+    expect((await post('TransactWriteItems', '/refuse')).status).toBe(400);
+    expect((await post('TransactWriteItems', '/')).status).toBe(200);
     const readings = await meter.read();
     expect(readings.counts.TransactWriteItems).toBe(2);
     expect(readings.failures).toEqual({ TransactWriteItems: 1 });
@@ -71,14 +73,8 @@ describe('the request meter', () => {
 
   it('times each request through it, per operation', async () => {
     await meter.reset();
-    const call = (path: string) =>
-      fetch(`${meter.url}${path}`, {
-        method: 'POST',
-        headers: { 'x-amz-target': 'DynamoDB_20120810.UpdateItem' },
-        body: '{}',
-      }).then((r) => r.text());
-    await call('/slow');
-    await call('/');
+    await (await post('UpdateItem', '/slow')).text();
+    await (await post('UpdateItem', '/')).text();
     const [slow, quick] = (await meter.read()).latencies.UpdateItem ?? [];
     expect(slow).toBeGreaterThanOrEqual(55);
     expect(quick).toBeLessThan(slow ?? 0);
