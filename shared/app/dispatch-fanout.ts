@@ -15,6 +15,7 @@ import type { ApprovalStore } from './ports/approvals.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
 import type { InterpreterDeps } from './plan.js';
 import { draft } from './drafts.js';
+import { startingWith } from './run-start.js';
 import type { Fanout } from './fanout.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 
@@ -99,11 +100,18 @@ export function makeFanoutDispatch(deps: FanoutDispatchDeps) {
     try {
       await deps.runs.mutate(
         ref.runId,
-        () => ({
-          run: { currentStepId: ref.stepId, updatedAt: deps.clock.now().toISOString() },
-          events,
-          writes: [...extra, writes.putAggregate(ref.runId, aggregate)],
-        }),
+        (current) => {
+          const now = deps.clock.now().toISOString();
+          return startingWith(
+            current.run,
+            {
+              run: { currentStepId: ref.stepId, updatedAt: now },
+              events,
+              writes: [...extra, writes.putAggregate(ref.runId, aggregate)],
+            },
+            now,
+          );
+        },
         record,
       );
     } catch (err) {
@@ -207,30 +215,35 @@ export function makeFanoutDispatch(deps: FanoutDispatchDeps) {
     try {
       const committed = await deps.runs.mutate(
         runId,
-        () => ({
-          run: { currentStepId: step.id, updatedAt: now },
-          events: [
-            ...admitted.events,
-            draft(
-              'step.dispatched',
-              now,
-              {
-                kind,
-                attempt,
-                backend: body.backend,
-                action: body.action,
-                targets: targets.map((t) => t.id),
-                expected: targets.length,
-                mode: pipeline ? 'pipeline' : 'barrier',
-                maxConcurrency: limits.maxConcurrency,
-                maxErrors: limits.haltAfter,
-                ramp: limits.ramp ? 'exponential' : 'none',
-              },
-              about,
-            ),
-          ],
-          writes: [...admitted.writes, writes.putAggregate(runId, aggregate)],
-        }),
+        (current) =>
+          startingWith(
+            current.run,
+            {
+              run: { currentStepId: step.id, updatedAt: now },
+              events: [
+                ...admitted.events,
+                draft(
+                  'step.dispatched',
+                  now,
+                  {
+                    kind,
+                    attempt,
+                    backend: body.backend,
+                    action: body.action,
+                    targets: targets.map((t) => t.id),
+                    expected: targets.length,
+                    mode: pipeline ? 'pipeline' : 'barrier',
+                    maxConcurrency: limits.maxConcurrency,
+                    maxErrors: limits.haltAfter,
+                    ramp: limits.ramp ? 'exponential' : 'none',
+                  },
+                  about,
+                ),
+              ],
+              writes: [...admitted.writes, writes.putAggregate(runId, aggregate)],
+            },
+            now,
+          ),
         record,
       );
       await deps.fanout.release(runId, ref, committed?.record);

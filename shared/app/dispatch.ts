@@ -15,6 +15,7 @@ import type { SandboxProfileName } from '../domain/sandbox-profiles.js';
 import type { InterpreterDeps } from './plan.js';
 import { runbookOf } from './runs.js';
 import { draft } from './drafts.js';
+import { startingWith } from './run-start.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 
 export interface DispatchDeps extends InterpreterDeps {
@@ -49,24 +50,30 @@ export function makeDispatch(deps: DispatchDeps) {
     const { runId, stepId, kind, attempt } = execution;
     const { events, error } = refusedBy(refusal, { stepId, kind, attempt }, profile, now);
     try {
-      await deps.runs.mutate(runId, () => ({
-        run: { currentStepId: stepId, updatedAt: now },
-        events,
-        writes: [
-          writes.putExecution({ ...execution, status: 'failed', endedAt: now, error }),
-          writes.putAggregate(runId, {
-            kind,
-            stepId,
-            attempt,
-            total: 1,
-            done: 1,
-            succeeded: 0,
-            failed: 1,
-            completed: true,
-            taskToken,
-          }),
-        ],
-      }));
+      await deps.runs.mutate(runId, (current) =>
+        startingWith(
+          current.run,
+          {
+            run: { currentStepId: stepId, updatedAt: now },
+            events,
+            writes: [
+              writes.putExecution({ ...execution, status: 'failed', endedAt: now, error }),
+              writes.putAggregate(runId, {
+                kind,
+                stepId,
+                attempt,
+                total: 1,
+                done: 1,
+                succeeded: 0,
+                failed: 1,
+                completed: true,
+                taskToken,
+              }),
+            ],
+          },
+          now,
+        ),
+      );
     } catch (err) {
       // Written already by an earlier delivery of this task: the caller re-attaches to it.
       if (err instanceof StaleWriteError) return false;
@@ -136,29 +143,33 @@ export function makeDispatch(deps: DispatchDeps) {
             (current) =>
               current.run.cancelRequested
                 ? undefined
-                : {
-                    run: { currentStepId: step.id, updatedAt: now },
-                    events: [
-                      ...admitted.events,
-                      draft(
-                        'step.dispatched',
-                        now,
-                        {
-                          kind,
-                          attempt,
-                          backend: body.backend,
-                          action: body.action,
-                          targets: [execution.targetId],
-                        },
-                        { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
-                      ),
-                    ],
-                    writes: [
-                      ...admitted.writes,
-                      ...executions.map((e) => writes.putExecution(e)),
-                      writes.putAggregate(runId, written),
-                    ],
-                  },
+                : startingWith(
+                    current.run,
+                    {
+                      run: { currentStepId: step.id, updatedAt: now },
+                      events: [
+                        ...admitted.events,
+                        draft(
+                          'step.dispatched',
+                          now,
+                          {
+                            kind,
+                            attempt,
+                            backend: body.backend,
+                            action: body.action,
+                            targets: [execution.targetId],
+                          },
+                          { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
+                        ),
+                      ],
+                      writes: [
+                        ...admitted.writes,
+                        ...executions.map((e) => writes.putExecution(e)),
+                        writes.putAggregate(runId, written),
+                      ],
+                    },
+                    now,
+                  ),
             record,
           );
           if (!committed) {

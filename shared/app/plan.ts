@@ -14,6 +14,7 @@ import { makeApplyDue } from './approval-timer.js';
 import type { ApprovalAlerts, Clock, RunbookStore } from './ports.js';
 import { runbookOf } from './runs.js';
 import { draft } from './drafts.js';
+import { startingWith } from './run-start.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 
 export interface InterpreterDeps {
@@ -120,6 +121,8 @@ export function makePlanNext(deps: PlanDeps) {
         approvals,
         aggregates,
       });
+      // A queued run starts with its first step's dispatch, in Dispatch's own write (`startingWith`).
+      if (run.status === 'queued' && decision.action === 'dispatch') return decision;
       const nowIso = now.toISOString();
       const change = transitionFor(run, decision, nowIso);
       const gate = decision.action === 'await_approval' ? decision : undefined;
@@ -153,8 +156,7 @@ export function makePlanNext(deps: PlanDeps) {
           ),
         ),
       );
-      const startEvents = run.status === 'queued' ? [draft('run.started', nowIso, {})] : [];
-      if (change.status === run.status && startEvents.length === 0 && change.events.length === 0) return decision;
+      if (change.status === run.status && run.status !== 'queued' && change.events.length === 0) return decision;
       // From queued, the run starts first; the decision's own transition follows.
       if (change.status !== run.status && run.status !== 'queued')
         runStateMachine.transition(run.status, change.status);
@@ -164,23 +166,26 @@ export function makePlanNext(deps: PlanDeps) {
           (current) =>
             current.head.seq !== record.head.seq
               ? undefined
-              : {
-                  run: {
-                    status: change.status,
-                    updatedAt: nowIso,
-                    ...(run.status === 'queued' && { startedAt: nowIso }),
-                    ...(runStateMachine.isTerminal(change.status) && { endedAt: nowIso }),
-                    ...(decision?.action === 'fail' && { error: decision.error }),
-                    ...((decision?.action === 'dispatch' || decision?.action === 'await_approval') && {
-                      currentStepId: decision.stepId,
-                    }),
+              : startingWith(
+                  run,
+                  {
+                    run: {
+                      status: change.status,
+                      updatedAt: nowIso,
+                      ...(runStateMachine.isTerminal(change.status) && { endedAt: nowIso }),
+                      ...(decision?.action === 'fail' && { error: decision.error }),
+                      ...((decision?.action === 'dispatch' || decision?.action === 'await_approval') && {
+                        currentStepId: decision.stepId,
+                      }),
+                    },
+                    events: change.events,
+                    writes: [
+                      ...(created ? [writes.putApproval(created)] : []),
+                      ...withdrawn.map((w) => writes.updateApproval(w.now, w.was)),
+                    ],
                   },
-                  events: [...startEvents, ...change.events],
-                  writes: [
-                    ...(created ? [writes.putApproval(created)] : []),
-                    ...withdrawn.map((w) => writes.updateApproval(w.now, w.was)),
-                  ],
-                },
+                  nowIso,
+                ),
           record,
         )
         .catch((error: unknown) => {

@@ -12,6 +12,7 @@ import {
   callbacks,
   inventory,
   olive,
+  requests,
   startRun,
   echo,
   interpreter,
@@ -30,6 +31,24 @@ describe('Dispatch', () => {
     expect(await runs.executions(runId)).toEqual([expect.objectContaining({ stepId: 'one', status: 'pending' })]);
     expect(await runs.aggregate(runId, 'step', 'one', 1)).toMatchObject({ total: 1, done: 0, taskToken: 'token-1' });
     expect((await types(runId)).at(-1)).toBe('step.dispatched');
+  });
+
+  it("starts a queued run in its first step's dispatch: run.started first, in the same write", async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const { planNext, dispatch } = interpreter();
+    const decision = dispatchOf(await planNext(runId));
+    requests.clear();
+    await dispatch(runId, decision, 'token-1');
+    expect(requests.get('transact')).toBe(1);
+    expect(await types(runId)).toEqual(['run.created', 'run.started', 'policy.decided', 'step.dispatched']);
+    expect((await runs.load(runId))?.run).toMatchObject({
+      status: 'running',
+      currentStepId: 'one',
+      startedAt: clock.now().toISOString(),
+    });
+    // The next dispatch finds the run started and starts nothing.
+    await dispatch(runId, { ...decision, stepId: 'two' }, 'token-2');
+    expect((await types(runId)).filter((t) => t === 'run.started')).toHaveLength(1);
   });
 
   it('re-attaches a second delivery of the same attempt: no second write, the new token, the command again', async () => {
@@ -52,7 +71,8 @@ describe('Dispatch', () => {
     expect(queue.sent).toEqual([]);
     expect(await runs.executions(runId)).toEqual([expect.objectContaining({ status: 'failed' })]);
     expect(callbacks.succeeded).toEqual([{ taskToken: 'token-1', output: expect.objectContaining({ refused: true }) }]);
-    expect(await types(runId)).toContain('step.failed');
+    expect(await types(runId)).toEqual(['run.created', 'run.started', 'policy.decided', 'step.failed']);
+    expect((await runs.load(runId))?.run.status).toBe('running');
   });
 
   it('sends nothing for a run cancelled between its read and its write, and resumes the task as cancelled', async () => {

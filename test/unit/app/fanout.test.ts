@@ -223,6 +223,24 @@ describe('fan-out', () => {
     expect(skipped.order).toEqual(['after@db-1']);
   });
 
+  it('starts the run in the write of its first unit, whether the unit goes out or ends before it starts', async () => {
+    const types = async (runId: string) => (await detail(runId)).events.map((e) => e.type);
+    const planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
+    const dispatch = makeDispatch({ inventory, runbooks, runs, approvals, clock, callbacks, queue });
+    const first = async (runId: string) => {
+      const decision = await planNext(runId);
+      if (decision.action !== 'dispatch') throw new Error(`expected a dispatch, got ${decision.action}`);
+      await dispatch(runId, decision, 'token-1');
+      return (await types(runId)).slice(0, 3);
+    };
+    const fanned = await startRun({ steps: [echo('hello')] });
+    expect(await first(fanned)).toEqual(['run.created', 'run.started', 'policy.decided']);
+    expect((await detail(fanned)).run?.status).toBe('running');
+    const nowhere = await startRun({ steps: [echo('maybe', { target: { group: 'missing' }, if_no_targets: 'skip' })] });
+    expect(await first(nowhere)).toEqual(['run.created', 'run.started', 'step.skipped']);
+    expect((await detail(nowhere)).run?.status).toBe('running');
+  });
+
   it('retries only the targets that failed', async () => {
     const runId = await startRun({ steps: [echo('again', { retries: 1 })] });
     let first = true;

@@ -19,12 +19,24 @@ import {
 } from './interpreter-world.js';
 
 describe('Plan', () => {
-  it('starts a queued run and decides to dispatch its first step', async () => {
+  it("decides to dispatch a queued run's first step and leaves its start to that dispatch: no write", async () => {
     const runId = await startRun([echo('one'), echo('two')]);
+    requests.clear();
     const decision = await interpreter().planNext(runId);
     expect(decision).toMatchObject({ action: 'dispatch', stepId: 'one', kind: 'step', attempt: 1 });
-    expect((await runs.load(runId))?.run).toMatchObject({ status: 'running', currentStepId: 'one' });
-    expect(await types(runId)).toEqual(['run.created', 'run.started']);
+    expect((await runs.load(runId))?.run.status).toBe('queued');
+    expect(await types(runId)).toEqual(['run.created']);
+    expect(requests.get('transact') ?? 0).toBe(0);
+  });
+
+  it('starts a queued run itself when its first decision is not a dispatch', async () => {
+    const runId = await startRun([echo('risky', { blast_radius: 'high' })]);
+    await interpreter().planNext(runId);
+    expect((await runs.load(runId))?.run).toMatchObject({
+      status: 'waiting_for_approval',
+      startedAt: clock.now().toISOString(),
+    });
+    expect((await types(runId)).slice(0, 2)).toEqual(['run.created', 'run.started']);
   });
 
   it('records nothing new when it decides the same state twice', async () => {
@@ -38,7 +50,8 @@ describe('Plan', () => {
 
   it('looks up gates only for a runbook the policy can gate', async () => {
     const plain = await startRun([echo('one')]);
-    await interpreter().planNext(plain);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(plain, dispatchOf(await planNext(plain)), 'token-1');
     requests.clear();
     await interpreter().planNext(plain);
     expect(requests.get('query')).toBe(1);
@@ -56,7 +69,7 @@ describe('Plan', () => {
     expect(requests.get('query') ?? 0).toBe(0);
   });
 
-  it('decides on what another pass did meanwhile to a run it read before it started, never running a step twice', async () => {
+  it('runs no step twice when another pass started the run and ran its first step while this one decided', async () => {
     const runId = await startRun([echo('one'), echo('two')]);
     const { planNext, dispatch } = interpreter();
     // This pass reads the run while it is queued; meanwhile another pass starts it, and step one
@@ -79,7 +92,17 @@ describe('Plan', () => {
       },
     };
     const late = makePlanNext({ runbooks, runs: racing, approvals, clock, callbacks, policy: DEFAULT_POLICY });
-    expect(await late(runId)).toMatchObject({ action: 'dispatch', stepId: 'two', attempt: 1 });
+    // It decided on the queued run it read, which it does not write: its dispatch finds step one
+    // done, sends nothing and resumes at once, and the next decision is step two.
+    const stale = dispatchOf(await late(runId));
+    expect(stale).toMatchObject({ stepId: 'one', attempt: 1 });
+    await dispatch(runId, stale, 'token-2');
+    expect(queue.sent).toHaveLength(1);
+    expect(callbacks.succeeded.at(-1)).toEqual({
+      taskToken: 'token-2',
+      output: expect.objectContaining({ reattached: true }),
+    });
+    expect(await planNext(runId)).toMatchObject({ action: 'dispatch', stepId: 'two', attempt: 1 });
     expect((await types(runId)).filter((t) => t === 'run.started')).toHaveLength(1);
   });
 
