@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { isolated } from './isolated.js';
+import { STORAGE_NOTE } from './storage.js';
 import type { Section } from './support.js';
 
 /**
@@ -35,7 +36,7 @@ for (const name of names) {
   try {
     const url = new URL(scenario.module.replace(/\.js$/, '.ts'), import.meta.url).href;
     const section = await isolated<Section>(url, scenario.name, [], (line) => console.log(`[${name}] ${line}`));
-    sections.push({ ...section, scenario: name });
+    sections.push({ ...section, scenario: name, setup: `${section.setup}; ${STORAGE_NOTE}` });
     if (section.failures?.length) {
       failed.push(name);
       console.error(`[${name}] broke: ${section.failures.join('; ')}`);

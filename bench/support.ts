@@ -5,6 +5,7 @@ import { capacityOf, configSchema } from '../shared/config.js';
 import { type LocalStack, type LocalStackOptions, startLocalStack } from '../local/stack.js';
 import type { RunEvent } from '../shared/domain/events.js';
 import { freePortBlock } from '../test/support/local-dynamodb.js';
+import { DYNAMODB_STORAGE } from './storage.js';
 
 /** One line of the report: what was measured, the figure, and what it is compared with. */
 export interface Measure {
@@ -108,6 +109,7 @@ export async function startBenchStack(options: Partial<LocalStackOptions> = {}):
     workers: {},
     reconcileIntervalMs: 3_600_000,
     meterRequests: true,
+    dynamoDbInMemory: DYNAMODB_STORAGE === 'memory',
     log: (line) => logs.push(line),
     ...options,
   });

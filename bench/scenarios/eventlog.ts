@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { makeSequencer } from '../../shared/app/inbox-sequencer.js';
 import type { RunStore } from '../../shared/app/ports/runs.js';
 import type { Run } from '../../shared/domain/entities.js';
 import { type EventDraft, verifyChain } from '../../shared/domain/events.js';
 import { laneEvents, type LaneMark } from '../../shared/domain/inbox.js';
 import { startTestDynamo } from '../../test/support/local-dynamodb.js';
+import { DYNAMODB_STORAGE } from '../storage.js';
 import { fixed, type Measure, type Section } from '../support.js';
 
 /** Concurrent writers per case, and events each appends. */
@@ -59,7 +63,8 @@ const output = (writer: number, n: number): EventDraft => ({
  * counted at the client; the chain is verified after each case.
  */
 export async function eventlogScenario(progress: (line: string) => void): Promise<Section> {
-  const dynamo = await startTestDynamo('bench-eventlog');
+  const dataDir = DYNAMODB_STORAGE === 'disk' ? mkdtempSync(join(tmpdir(), 'capstan-bench-eventlog-')) : undefined;
+  const dynamo = await startTestDynamo('bench-eventlog', dataDir);
   try {
     const { documentClient } = await import('../../shared/adapters/dynamodb/client.js');
     const { makeRunStore } = await import('../../shared/adapters/dynamodb/run-store.js');
@@ -149,5 +154,6 @@ export async function eventlogScenario(progress: (line: string) => void): Promis
     };
   } finally {
     await dynamo.local.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }
 }

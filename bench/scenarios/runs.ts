@@ -243,7 +243,7 @@ export const runsScenario: Scenario = async (progress) => {
           value: (['TransactWriteItems', 'UpdateItem'] as const)
             .map((op) => `${op} ${dynamodbLatency[op]?.p50 ?? '?'} / ${dynamodbLatency[op]?.p99 ?? '?'} ms`)
             .join('; '),
-          note: "through the request meter, a thread of the stack's process (its own event loop, so the handlers' do not delay it; refused conditional writes count); DynamoDB Local holds a table's lock from a write's start to its commit on disk, so writes wait for each other",
+          note: "through the request meter, a thread of the stack's process (its own event loop, so the handlers' do not delay it; refused conditional writes count); DynamoDB Local holds one lock over all its tables from a write's start to its commit, so writes wait for each other (on disk, for the file too)",
         },
         {
           name: 'SQS requests per step',

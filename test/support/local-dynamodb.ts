@@ -40,11 +40,12 @@ export interface TestDynamo {
 }
 
 /**
- * Starts an in-memory DynamoDB Local, creates Capstan's tables from the shared specs, and points
- * this process's SDK clients and config at them through the standard environment variables.
+ * Starts a DynamoDB Local (in memory unless given a `dataDir`), creates Capstan's tables from the
+ * shared specs, and points this process's SDK clients and config at them through the standard
+ * environment variables.
  */
-export async function startTestDynamo(prefix = 'test'): Promise<TestDynamo> {
-  const local = await startDynamoDbLocal({ port: await freePort() });
+export async function startTestDynamo(prefix = 'test', dataDir?: string): Promise<TestDynamo> {
+  const local = await startDynamoDbLocal({ port: await freePort(), ...(dataDir && { dataDir }) });
   process.env.AWS_ENDPOINT_URL_DYNAMODB = local.endpoint;
   process.env.AWS_REGION = 'us-east-1';
   process.env.AWS_ACCESS_KEY_ID = 'local';
