@@ -15,7 +15,7 @@ import type { ApprovalStore } from './ports/approvals.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
 import type { InterpreterDeps } from './plan.js';
 import { draft } from './drafts.js';
-import { startingWith } from './run-start.js';
+import { stepDispatchChange } from './run-start.js';
 import type { Fanout } from './fanout.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 
@@ -100,18 +100,14 @@ export function makeFanoutDispatch(deps: FanoutDispatchDeps) {
     try {
       await deps.runs.mutate(
         ref.runId,
-        (current) => {
-          const now = deps.clock.now().toISOString();
-          return startingWith(
+        (current) =>
+          stepDispatchChange(
             current.run,
-            {
-              run: { currentStepId: ref.stepId, updatedAt: now },
-              events,
-              writes: [...extra, writes.putAggregate(ref.runId, aggregate)],
-            },
-            now,
-          );
-        },
+            ref.stepId,
+            events,
+            [...extra, writes.putAggregate(ref.runId, aggregate)],
+            deps.clock.now().toISOString(),
+          ),
         record,
       );
     } catch (err) {
@@ -216,32 +212,30 @@ export function makeFanoutDispatch(deps: FanoutDispatchDeps) {
       const committed = await deps.runs.mutate(
         runId,
         (current) =>
-          startingWith(
+          stepDispatchChange(
             current.run,
-            {
-              run: { currentStepId: step.id, updatedAt: now },
-              events: [
-                ...admitted.events,
-                draft(
-                  'step.dispatched',
-                  now,
-                  {
-                    kind,
-                    attempt,
-                    backend: body.backend,
-                    action: body.action,
-                    targets: targets.map((t) => t.id),
-                    expected: targets.length,
-                    mode: pipeline ? 'pipeline' : 'barrier',
-                    maxConcurrency: limits.maxConcurrency,
-                    maxErrors: limits.haltAfter,
-                    ramp: limits.ramp ? 'exponential' : 'none',
-                  },
-                  about,
-                ),
-              ],
-              writes: [...admitted.writes, writes.putAggregate(runId, aggregate)],
-            },
+            step.id,
+            [
+              ...admitted.events,
+              draft(
+                'step.dispatched',
+                now,
+                {
+                  kind,
+                  attempt,
+                  backend: body.backend,
+                  action: body.action,
+                  targets: targets.map((t) => t.id),
+                  expected: targets.length,
+                  mode: pipeline ? 'pipeline' : 'barrier',
+                  maxConcurrency: limits.maxConcurrency,
+                  maxErrors: limits.haltAfter,
+                  ramp: limits.ramp ? 'exponential' : 'none',
+                },
+                about,
+              ),
+            ],
+            [...admitted.writes, writes.putAggregate(runId, aggregate)],
             now,
           ),
         record,

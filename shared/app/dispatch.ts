@@ -15,7 +15,7 @@ import type { SandboxProfileName } from '../domain/sandbox-profiles.js';
 import type { InterpreterDeps } from './plan.js';
 import { runbookOf } from './runs.js';
 import { draft } from './drafts.js';
-import { startingWith } from './run-start.js';
+import { stepDispatchChange } from './run-start.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 
 export interface DispatchDeps extends InterpreterDeps {
@@ -51,26 +51,24 @@ export function makeDispatch(deps: DispatchDeps) {
     const { events, error } = refusedBy(refusal, { stepId, kind, attempt }, profile, now);
     try {
       await deps.runs.mutate(runId, (current) =>
-        startingWith(
+        stepDispatchChange(
           current.run,
-          {
-            run: { currentStepId: stepId, updatedAt: now },
-            events,
-            writes: [
-              writes.putExecution({ ...execution, status: 'failed', endedAt: now, error }),
-              writes.putAggregate(runId, {
-                kind,
-                stepId,
-                attempt,
-                total: 1,
-                done: 1,
-                succeeded: 0,
-                failed: 1,
-                completed: true,
-                taskToken,
-              }),
-            ],
-          },
+          stepId,
+          events,
+          [
+            writes.putExecution({ ...execution, status: 'failed', endedAt: now, error }),
+            writes.putAggregate(runId, {
+              kind,
+              stepId,
+              attempt,
+              total: 1,
+              done: 1,
+              succeeded: 0,
+              failed: 1,
+              completed: true,
+              taskToken,
+            }),
+          ],
           now,
         ),
       );
@@ -143,31 +141,23 @@ export function makeDispatch(deps: DispatchDeps) {
             (current) =>
               current.run.cancelRequested
                 ? undefined
-                : startingWith(
+                : stepDispatchChange(
                     current.run,
-                    {
-                      run: { currentStepId: step.id, updatedAt: now },
-                      events: [
-                        ...admitted.events,
-                        draft(
-                          'step.dispatched',
-                          now,
-                          {
-                            kind,
-                            attempt,
-                            backend: body.backend,
-                            action: body.action,
-                            targets: [execution.targetId],
-                          },
-                          { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
-                        ),
-                      ],
-                      writes: [
-                        ...admitted.writes,
-                        ...executions.map((e) => writes.putExecution(e)),
-                        writes.putAggregate(runId, written),
-                      ],
-                    },
+                    step.id,
+                    [
+                      ...admitted.events,
+                      draft(
+                        'step.dispatched',
+                        now,
+                        { kind, attempt, backend: body.backend, action: body.action, targets: [execution.targetId] },
+                        { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
+                      ),
+                    ],
+                    [
+                      ...admitted.writes,
+                      ...executions.map((e) => writes.putExecution(e)),
+                      writes.putAggregate(runId, written),
+                    ],
                     now,
                   ),
             record,

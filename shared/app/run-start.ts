@@ -1,5 +1,7 @@
 import type { Run } from '../domain/entities.js';
+import type { EventDraft } from '../domain/events.js';
 import type { RunChange } from './ports/runs.js';
+import type { WriteIntent } from './ports/writes.js';
 import { draft } from './drafts.js';
 
 /**
@@ -16,4 +18,18 @@ export function startingWith(current: Pick<Run, 'status'>, change: RunChange, no
     run: { status: 'running', ...change.run, startedAt: now },
     events: [draft('run.started', now, {}), ...change.events],
   };
+}
+
+/**
+ * What Dispatch writes for a step, whether it goes out, is refused or ends before it starts: its
+ * events and writes, the run's current step, and the run's start when this is its first step.
+ */
+export function stepDispatchChange(
+  current: Pick<Run, 'status'>,
+  stepId: string,
+  events: readonly EventDraft[],
+  writes: readonly WriteIntent[],
+  now: string,
+): RunChange {
+  return startingWith(current, { run: { currentStepId: stepId, updatedAt: now }, events, writes }, now);
 }

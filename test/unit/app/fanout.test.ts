@@ -8,7 +8,17 @@ import type { RunStore } from '../../../shared/app/ports/runs.js';
 import type { StepCommand } from '../../../shared/domain/messages.js';
 import type { PlanDecision } from '../../../shared/domain/planner.js';
 import { DEFAULT_POLICY } from '../../../shared/domain/policy.js';
-import { approvals, callbacks, clock, inventory, queue, runbooks, runs, startRunbook } from './interpreter-world.js';
+import {
+  approvals,
+  callbacks,
+  clock,
+  inventory,
+  queue,
+  runbooks,
+  runs,
+  startRunbook,
+  types,
+} from './interpreter-world.js';
 
 /** Five web nodes and a database in tenant `acme`, and a web node of another tenant. */
 beforeEach(async () => {
@@ -224,7 +234,6 @@ describe('fan-out', () => {
   });
 
   it('starts the run in the write of its first unit, whether the unit goes out or ends before it starts', async () => {
-    const types = async (runId: string) => (await detail(runId)).events.map((e) => e.type);
     const planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
     const dispatch = makeDispatch({ inventory, runbooks, runs, approvals, clock, callbacks, queue });
     const first = async (runId: string) => {
