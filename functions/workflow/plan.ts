@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { makePlanNext } from '../../shared/app/plan.js';
+import { makePlan } from '../../shared/app/plan.js';
+import type { CarriedRun } from '../../shared/app/ports/runs.js';
 import type { PlanDecision } from '../../shared/domain/planner.js';
 import { planDeps } from '../dependencies.js';
 import { lambdaTelemetry } from '../observability.js';
@@ -8,7 +9,7 @@ const { logger, observe } = lambdaTelemetry('capstan-plan');
 const deps = planDeps();
 if (deps.policy instanceof Error)
   logger.error('every step will be denied until the policy is fixed', { error: deps.policy.message });
-const planNext = makePlanNext(deps);
+const plan = makePlan(deps);
 const inputSchema = z.object({
   runId: z.string().min(1),
   tenantId: z.string().min(1),
@@ -19,13 +20,20 @@ const inputSchema = z.object({
       last: z.object({ Error: z.string().optional(), Cause: z.string().optional() }).optional(),
     })
     .optional(),
+  /**
+   * Set by a state machine that takes `{ decision, carried }` (the run carried on to Dispatch); an
+   * execution started on an earlier definition gets the decision alone, as it expects.
+   */
+  carry: z.boolean().optional(),
 });
 
+type PlanOutput = PlanDecision | { decision: PlanDecision; carried: CarriedRun | null };
+
 /** The interpreter's Plan task: the next action for the run, as the Route state reads it. */
-export const handler = observe(async (event: unknown): Promise<PlanDecision> => {
-  const { runId, faults } = inputSchema.parse(event);
+export const handler = observe(async (event: unknown): Promise<PlanOutput> => {
+  const { runId, faults, carry } = inputSchema.parse(event);
   if (faults?.last) logger.warn('a waiting task failed', { runId, faults: faults.count, error: faults.last.Error });
-  const decision = await planNext(runId, faults);
+  const { decision, carried } = await plan(runId, faults);
   logger.info('planned', { runId, decision });
-  return decision;
+  return carry ? { decision, carried: carried ?? null } : decision;
 });

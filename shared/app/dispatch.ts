@@ -1,5 +1,6 @@
 import type { CommandQueue, TaskCallbacks } from './ports/interpreter.js';
 import type { ApprovalStore } from './ports/approvals.js';
+import type { CarriedRun } from './ports/runs.js';
 import { writes } from './ports/writes.js';
 import { admittedBy, type Refusal, refusalOf, refusedBy } from './admitted.js';
 import { isFanoutUnit, makeFanoutDispatch } from './dispatch-fanout.js';
@@ -83,16 +84,25 @@ export function makeDispatch(deps: DispatchDeps) {
     return true;
   }
 
+  /**
+   * `carried` is the run as Plan decided on it, when it travelled with the decision: the write is
+   * made from it without a read. Should the run have changed since, nothing is written from it and
+   * the dispatch starts again from the run as it is, as if nothing had been carried.
+   */
   return async function dispatch(
     runId: string,
     decision: Extract<PlanDecision, { action: 'dispatch' }>,
     taskToken: string,
+    carried?: CarriedRun,
   ): Promise<void> {
-    const record = await deps.runs.load(runId);
+    const held = carried?.record.run.runId === runId ? deps.runs.hold(carried) : undefined;
+    const record = held ?? (await deps.runs.load(runId));
     if (!record) throw new Error(`run ${runId} does not exist`);
     const runbook = await runbookOf(deps.runbooks, record.run);
     const step = allSteps(runbook).find((s) => s.step.id === decision.stepId)?.step;
     if (!step) throw new Error(`run ${runId} has no step ${decision.stepId}`);
+    // A fan-out unit works from the run as it is.
+    if (held && isFanoutUnit(runbook, step)) return dispatch(runId, decision, taskToken);
     if (isFanoutUnit(runbook, step)) return dispatchUnit(record, runbook, step, decision, taskToken);
     const { kind, attempt } = decision;
     const now = deps.clock.now().toISOString();
@@ -133,35 +143,43 @@ export function makeDispatch(deps: DispatchDeps) {
         completed: false,
         taskToken,
       };
+      // Set when the carried run turns out not to be the run as it is: nothing is written from it.
+      let moved = false;
       if (!writtenEarlier)
         try {
           const committed = await deps.runs.mutate(
             runId,
-            // Read again after a refused write: a cancel that came in since means nothing is written.
-            (current) =>
-              current.run.cancelRequested
-                ? undefined
-                : stepDispatchChange(
-                    current.run,
-                    step.id,
-                    [
-                      ...admitted.events,
-                      draft(
-                        'step.dispatched',
-                        now,
-                        { kind, attempt, backend: body.backend, action: body.action, targets: [execution.targetId] },
-                        { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
-                      ),
-                    ],
-                    [
-                      ...admitted.writes,
-                      ...executions.map((e) => writes.putExecution(e)),
-                      writes.putAggregate(runId, written),
-                    ],
+            (current) => {
+              if (held && current !== held) {
+                moved = true;
+                return undefined;
+              }
+              // Read again after a refused write: a cancel that came in since means nothing is written.
+              if (current.run.cancelRequested) return undefined;
+              return stepDispatchChange(
+                current.run,
+                step.id,
+                [
+                  ...admitted.events,
+                  draft(
+                    'step.dispatched',
                     now,
+                    { kind, attempt, backend: body.backend, action: body.action, targets: [execution.targetId] },
+                    { stepId: step.id, meta: { sandboxProfile: runbook.sandbox_profile } },
                   ),
+                ],
+                [
+                  ...admitted.writes,
+                  ...executions.map((e) => writes.putExecution(e)),
+                  writes.putAggregate(runId, written),
+                ],
+                now,
+              );
+            },
             record,
           );
+          // Dispatched again from the run as it is, as if nothing had been carried.
+          if (!committed && moved) return dispatch(runId, decision, taskToken);
           if (!committed) {
             // Cancelled between this task's read and its write: the same.
             await resumeCancelled();

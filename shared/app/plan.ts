@@ -1,6 +1,6 @@
 import type { ApprovalStore } from './ports/approvals.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
-import type { RunRecord, RunStore } from './ports/runs.js';
+import type { CarriedRun, RunRecord, RunStore } from './ports/runs.js';
 import { writes } from './ports/writes.js';
 import { StaleWriteError } from '../domain/errors.js';
 import { dueTransition, isOpen, requestApproval } from '../domain/approvals.js';
@@ -66,14 +66,52 @@ function transitionFor(run: Run, decision: PlanDecision, now: string): { status:
   }
 }
 
+/** Plan's decision and, for a step to dispatch, the run as Plan found or left it, to travel with it. */
+export interface Planned {
+  readonly decision: PlanDecision;
+  readonly carried?: CarriedRun;
+}
+
+/**
+ * The most a carried run may take of the interpreter's state (Step Functions allows 256 KB for
+ * all of it): a larger one stays behind and Dispatch reads the run itself.
+ */
+export const MAX_CARRIED_BYTES = 32 * 1024;
+
 /**
  * Plan: decides the next action from the stored run and records what the decision changes
  * (status and its event) in one transaction. Deciding the same state twice records nothing new.
  */
 export function makePlanNext(deps: PlanDeps) {
+  const plan = makePlan(deps);
+  return async (runId: string, faults?: TaskFaults): Promise<PlanDecision> => (await plan(runId, faults)).decision;
+}
+
+/**
+ * Plan, with the run carried along when the decision is a dispatch: the record Plan decided on
+ * (or wrote) is the one Dispatch would read next, so it travels in the interpreter's state and
+ * Dispatch acts on it without a read. A run changed in between refuses Dispatch's write, and
+ * Dispatch then reads it as it is.
+ */
+export function makePlan(deps: PlanDeps) {
+  const planNext = makeDecide(deps);
+  return async function planned(runId: string, faults?: TaskFaults): Promise<Planned> {
+    const { decision, record } = await planNext(runId, faults);
+    if (decision.action !== 'dispatch' || !record) return { decision };
+    const carried = deps.runs.carry(record);
+    const fits = carried && new TextEncoder().encode(JSON.stringify(carried)).length <= MAX_CARRIED_BYTES;
+    return fits ? { decision, carried } : { decision };
+  };
+}
+
+/** The decision and the record it was made on (or the one its write left). */
+function makeDecide(deps: PlanDeps) {
   const applyDue = makeApplyDue(deps);
 
-  return async function planNext(runId: string, faults?: TaskFaults): Promise<PlanDecision> {
+  return async function planNext(
+    runId: string,
+    faults?: TaskFaults,
+  ): Promise<{ decision: PlanDecision; record?: RunRecord }> {
     let decision: PlanDecision | undefined;
     const loaded = await deps.runs.load(runId);
     if (!loaded) throw new Error(`run ${runId} does not exist`);
@@ -85,7 +123,7 @@ export function makePlanNext(deps: PlanDeps) {
         await endUnsent(deps, runId, () => CANCELLED_UNSENT);
         held = undefined;
       }
-      if ((faults?.count ?? 0) >= MAX_TASK_FAULTS) return failForFaults(deps, runId, faults);
+      if ((faults?.count ?? 0) >= MAX_TASK_FAULTS) return { decision: await failForFaults(deps, runId, faults) };
     }
     const runbook = await runbookOf(deps.runbooks, loaded.run);
     // A run the policy cannot gate has no approvals (one already waiting on a gate is still looked up).
@@ -106,7 +144,7 @@ export function makePlanNext(deps: PlanDeps) {
       if (!record) throw new Error(`run ${runId} does not exist`);
       const now = deps.clock.now();
       const { run } = record;
-      if (runStateMachine.isTerminal(run.status)) return terminalDecision(run);
+      if (runStateMachine.isTerminal(run.status)) return { decision: terminalDecision(run) };
       const due = approvals.find((a) => dueTransition(a, now) !== undefined);
       if (due) {
         await applyDue(run, due, now);
@@ -122,7 +160,7 @@ export function makePlanNext(deps: PlanDeps) {
         aggregates,
       });
       // A queued run starts with its first step's dispatch, in Dispatch's own write (`startingWith`).
-      if (run.status === 'queued' && decision.action === 'dispatch') return decision;
+      if (run.status === 'queued' && decision.action === 'dispatch') return { decision, record };
       const nowIso = now.toISOString();
       const change = transitionFor(run, decision, nowIso);
       const gate = decision.action === 'await_approval' ? decision : undefined;
@@ -156,7 +194,8 @@ export function makePlanNext(deps: PlanDeps) {
           ),
         ),
       );
-      if (change.status === run.status && run.status !== 'queued' && change.events.length === 0) return decision;
+      if (change.status === run.status && run.status !== 'queued' && change.events.length === 0)
+        return { decision, record };
       // From queued, the run starts first; the decision's own transition follows.
       if (change.status !== run.status && run.status !== 'queued')
         runStateMachine.transition(run.status, change.status);
@@ -195,7 +234,7 @@ export function makePlanNext(deps: PlanDeps) {
         });
       if (committed) {
         if (created) await deps.alerts?.requested(created, committed.record.run);
-        return decision;
+        return { decision, record: committed.record };
       }
       // Someone changed the run while we decided (a cancel, a result): decide again.
     }

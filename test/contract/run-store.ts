@@ -164,6 +164,52 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       expect((await runs.execution(run.runId, execution.executionId))?.status).toBe('running');
     });
 
+    it('carries a record as data: held again, it is decided on without a read, and refused once the run changed', async () => {
+      const { runs } = stores();
+      const { run } = await dispatched(runs);
+      const loaded = await runs.load(run.runId);
+      if (!loaded) throw new Error('no run');
+      // Only a record the store read or wrote can travel; a copy has no revision to be checked by.
+      expect(runs.carry({ ...loaded })).toBeUndefined();
+      const travelled = () => JSON.parse(JSON.stringify(runs.carry(loaded))) as Parameters<RunStore['hold']>[0];
+      const carried = travelled();
+      expect(carried.record).toEqual(loaded);
+
+      const decidedOn: unknown[] = [];
+      const held = runs.hold(carried);
+      const committed = await runs.mutate(
+        run.runId,
+        (record) => {
+          decidedOn.push(record);
+          return { run: { currentStepId: 'one' }, events: [] };
+        },
+        held,
+      );
+      expect(decidedOn).toEqual([held]);
+      expect(decidedOn[0]).toBe(held);
+      // That change appended nothing, so the head stayed: only the revision tells the run changed.
+      expect(committed?.record.head).toEqual(loaded.head);
+
+      const seen: (string | undefined)[] = [];
+      await runs.mutate(
+        run.runId,
+        (record) => {
+          seen.push(record.run.currentStepId);
+          return { events: [event('run.started')] };
+        },
+        runs.hold(carried),
+      );
+      expect(seen).toEqual([undefined, 'one']);
+      expect((await runs.events(run.runId, 0, 10)).map((e) => e.type)).toEqual([
+        'run.created',
+        'step.dispatched',
+        'run.started',
+      ]);
+      // What a write leaves can travel too.
+      const after = await runs.load(run.runId);
+      expect(after && runs.carry(after)?.record).toEqual(after);
+    });
+
     it("chains again when the held head's hash is not the run's, and appends nothing in another tenant", async () => {
       const { runs } = stores();
       const { run } = await dispatched(runs);

@@ -11,11 +11,11 @@ import { startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
  * listed in docs/architecture.md (the path of one step). The issue's target was 12; a short step's
  * output commits with its result, a step of one execution completes in its result's own
  * transaction, the worker chains its first record on the head its command carries, Plan
- * lists nothing for a run that has not started, and the run starts in its first step's Dispatch,
- * so the budget holds a three-step run to 25.
+ * lists nothing for a run that has not started, the run starts in its first step's Dispatch, and
+ * Dispatch writes from the run Plan carried to it, so the budget holds a three-step run to 22.
  */
 const STEPS = 3;
-const BUDGET_PER_STEP = 25 / STEPS;
+const BUDGET_PER_STEP = 22 / STEPS;
 const operator: Principal = { subject: 'olive', tenantId: 'acme', roles: ['operator'] };
 
 let dynamo: TestDynamo;
@@ -35,7 +35,7 @@ beforeAll(async () => {
   const { cachingVersions } = await import('../../shared/app/runbook-cache.js');
   const { makeRegisterRunbook } = await import('../../shared/app/runbooks.js');
   const { createRunBodySchema, makeCreateRun } = await import('../../shared/app/runs.js');
-  const { makeDispatch, makePlanNext } = await import('../../shared/app/interpreter.js');
+  const { makeDispatch, makePlan } = await import('../../shared/app/interpreter.js');
   const { makeStepResults } = await import('../../shared/app/step-results.js');
   const { DEFAULT_POLICY } = await import('../../shared/domain/policy.js');
   const clock = { now: () => new Date() };
@@ -60,7 +60,7 @@ beforeAll(async () => {
   });
   const sent: StepCommand[] = [];
   const create = makeCreateRun({ runbooks, runs, clock, starter: { start: async (run) => `arn:${run.runId}` } });
-  const planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
+  const plan = makePlan({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
   const dispatch = makeDispatch({
     inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
     runbooks,
@@ -82,12 +82,13 @@ beforeAll(async () => {
   walk = async () => {
     const { runId } = await create({ principal: operator, body: createRunBodySchema.parse({ runbookId: 'budget' }) });
     for (;;) {
-      const decision = await planNext(runId);
+      // Plan carries the run it decided on to Dispatch, as the interpreter's state does.
+      const { decision, carried } = await plan(runId);
       if (decision.action !== 'dispatch') {
         expect(decision.action).toBe('succeed');
         return;
       }
-      await dispatch(runId, decision, `token-${decision.stepId}`);
+      await dispatch(runId, decision, `token-${decision.stepId}`, carried && JSON.parse(JSON.stringify(carried)));
       const cmd = sent.shift();
       if (!cmd) throw new Error('nothing was sent');
       const lease = await leases.acquireLease(cmd.runId, cmd.executionId, 'worker-a', new Date(), 30_000);

@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { releasesOnEnd } from '../../app/ports/admission.js';
-import type { RunLog, RunRecord } from '../../app/ports/runs.js';
+import type { CarriedRun, RunLog, RunRecord } from '../../app/ports/runs.js';
 import { runSchema } from '../../domain/entities.js';
 import { ConflictError } from '../../domain/errors.js';
 import { type ChainHead, chainEvents, EMPTY_CHAIN, type RunEvent, runEventSchema } from '../../domain/events.js';
@@ -95,6 +95,16 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
 
   return {
     load,
+
+    carry(record): CarriedRun | undefined {
+      return revisions.has(record) ? { record, revision: revisions.get(record) ?? null } : undefined;
+    },
+
+    hold(carried) {
+      const record: RunRecord = { ...carried.record };
+      revisions.set(record, carried.revision ?? undefined);
+      return record;
+    },
     ...makeInbox(client, { state, events: eventsTable }),
 
     async mutate(runId, decide, known) {

@@ -15,6 +15,16 @@ export interface RunRecord {
   readonly executionArn?: string;
 }
 
+/**
+ * A record as plain data, to travel with the decision made on it (in the interpreter's state) and
+ * be held again by the task that acts on it, which then need not read the run.
+ */
+export interface CarriedRun {
+  readonly record: RunRecord;
+  /** The run's revision when the record was read or written (null for a run stored without one). */
+  readonly revision: number | null;
+}
+
 /** A change to a run: its events, the run's new fields, and other writes committed with them. */
 export interface RunChange {
   readonly events: readonly EventDraft[];
@@ -47,6 +57,13 @@ export type Created = { created: true } | { created: false; runId: string; reque
  */
 export interface RunLog {
   load(runId: string): Promise<RunRecord | undefined>;
+  /** `record` as data that can travel; undefined for a record this store did not read or write. */
+  carry(record: RunRecord): CarriedRun | undefined;
+  /**
+   * A carried record, held again: `mutate` given it as `known` decides on it without a read, and
+   * its write is refused, as any held record's, when the run changed since it was carried.
+   */
+  hold(carried: CarriedRun): RunRecord;
   /**
    * Applies `decide` to the run and commits what it returns; when another writer moved the chain
    * first, reads again and decides again. `decide` returning undefined means nothing to do.

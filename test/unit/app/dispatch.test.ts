@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
-import type { RunStore } from '../../../shared/app/ports/runs.js';
+import type { CarriedRun, RunStore } from '../../../shared/app/ports/runs.js';
+import { MAX_CARRIED_BYTES } from '../../../shared/app/plan.js';
 import { makeCancelRun } from '../../../shared/app/runs.js';
 import { policyDocumentSchema } from '../../../shared/domain/policy.js';
 import {
@@ -18,6 +19,7 @@ import {
   interpreter,
   dispatchOf,
   types,
+  startRunbook,
 } from './interpreter-world.js';
 
 describe('Dispatch', () => {
@@ -118,5 +120,77 @@ describe('Dispatch', () => {
       expect.objectContaining({ status: 'failed', error: expect.objectContaining({ code: 'COMMAND_REJECTED' }) }),
     ]);
     expect(callbacks.succeeded.map((c) => c.taskToken)).toEqual(['token-1']);
+  });
+});
+
+describe('Dispatch of the run Plan carried', () => {
+  /** What the interpreter's state makes of a carried run: plain JSON. */
+  const travelled = (carried: CarriedRun | undefined) => JSON.parse(JSON.stringify(carried)) as CarriedRun;
+
+  it('writes from the carried run without reading it: one transaction, the same events', async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const { plan, dispatch } = interpreter();
+    const { decision, carried } = await plan(runId);
+    expect(carried?.record.run.runId).toBe(runId);
+    requests.clear();
+    await dispatch(runId, dispatchOf(decision), 'token-1', travelled(carried));
+    expect(Object.fromEntries(requests)).toEqual({ transact: 1 });
+    expect(await types(runId)).toEqual(['run.created', 'run.started', 'policy.decided', 'step.dispatched']);
+    expect(queue.sent.map((s) => s.command)).toEqual([expect.objectContaining({ runId, stepId: 'one' })]);
+  });
+
+  it('reads the run again when it changed since: a cancel in between sends nothing', async () => {
+    const runId = await startRun([echo('one')]);
+    const { plan, dispatch } = interpreter();
+    const { decision, carried } = await plan(runId);
+    await makeCancelRun({ runs, clock, callbacks })(olive, runId);
+    await dispatch(runId, dispatchOf(decision), 'token-1', travelled(carried));
+    expect(queue.sent).toEqual([]);
+    expect(await runs.executions(runId)).toEqual([]);
+    expect(await types(runId)).not.toContain('step.dispatched');
+    expect(callbacks.succeeded).toEqual([
+      { taskToken: 'token-1', output: expect.objectContaining({ stepId: 'one', cancelled: true }) },
+    ]);
+  });
+
+  it('re-attaches when another delivery dispatched the step since Plan carried the run', async () => {
+    const runId = await startRun([echo('one')]);
+    const { plan, dispatch } = interpreter();
+    const { decision, carried } = await plan(runId);
+    await dispatch(runId, dispatchOf(decision), 'token-1', travelled(carried));
+    const events = await types(runId);
+    await dispatch(runId, dispatchOf(decision), 'token-2', travelled(carried));
+    expect(await types(runId)).toEqual(events);
+    expect(await runs.aggregate(runId, 'step', 'one', 1)).toMatchObject({ taskToken: 'token-2' });
+    expect(queue.sent).toHaveLength(2);
+  });
+
+  it('ignores a carried run that is not the run dispatched', async () => {
+    const runId = await startRun([echo('one')]);
+    const other = await startRun([echo('one')]);
+    const { plan, dispatch } = interpreter();
+    const { decision } = await plan(runId);
+    const { carried } = await plan(other);
+    await dispatch(runId, dispatchOf(decision), 'token-1', travelled(carried));
+    expect(queue.sent.map((s) => s.command.runId)).toEqual([runId]);
+    expect((await runs.load(other))?.run.status).toBe('queued');
+  });
+
+  it('carries nothing but a dispatch, and nothing larger than the interpreter state should hold', async () => {
+    const { plan } = interpreter(
+      policyDocumentSchema.parse({
+        version: 1,
+        requireApproval: [{ id: 'gate', action: 'echo', reason: 'look first' }],
+      }),
+    );
+    const gated = await startRun([echo('one')]);
+    expect(await plan(gated)).toEqual({ decision: expect.objectContaining({ action: 'await_approval' }) });
+    const large = await startRunbook({
+      inputs: { notes: { type: 'string', default: 'n'.repeat(MAX_CARRIED_BYTES) } },
+      steps: [echo('one')],
+    });
+    const planned = await interpreter().plan(large);
+    expect(planned.decision.action).toBe('dispatch');
+    expect(planned.carried).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import { beforeEach } from 'vitest';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
-import { makePlanNext } from '../../../shared/app/plan.js';
+import { makePlan, makePlanNext } from '../../../shared/app/plan.js';
 import {
   type FakeClock,
   makeFakeClock,
@@ -74,8 +74,9 @@ export const echo = (id: string, more: Record<string, unknown> = {}) => ({
 /** Plan and Dispatch over this world. */
 export function interpreter(policy: PolicyDocument | Error = DEFAULT_POLICY) {
   const planNext = makePlanNext({ runbooks, runs, approvals, clock, callbacks, policy });
+  const plan = makePlan({ runbooks, runs, approvals, clock, callbacks, policy });
   const dispatch = makeDispatch({ inventory, runbooks, runs, approvals, clock, callbacks, queue });
-  return { planNext, dispatch };
+  return { planNext, plan, dispatch };
 }
 
 export function dispatchOf(decision: PlanDecision): Extract<PlanDecision, { action: 'dispatch' }> {

@@ -7,7 +7,7 @@ import { leaseClaimOf } from '../../../domain/recovery.js';
 import type { Aggregate, Receipt } from '../../../domain/step-records.js';
 import { runStateMachine, stepExecutionStateMachine } from '../../../domain/statuses.js';
 import type { ApprovalStore } from '../approvals.js';
-import type { RunRecord, RunStore } from '../runs.js';
+import type { CarriedRun, RunRecord, RunStore } from '../runs.js';
 import type { WriteIntent } from '../writes.js';
 import { applyAdmissionWrite, type CellMap, releasesOnEndOf } from './admission.js';
 
@@ -188,6 +188,18 @@ export function makeInMemoryStores(): {
     return stored ? remember(stored) : undefined;
   }
 
+  const carry = (record: RunRecord): CarriedRun | undefined => {
+    const revision = revisions.get(record);
+    return revision === undefined ? undefined : { record: clone(record), revision };
+  };
+
+  const hold = (carried: CarriedRun): RunRecord => {
+    const record = clone(carried.record);
+    // A revision this store never gave out refuses the write, so the run is read again.
+    revisions.set(record, carried.revision ?? Number.NaN);
+    return record;
+  };
+
   const approvalStore: ApprovalStore = {
     async list(runId) {
       count('query');
@@ -248,6 +260,8 @@ export function makeInMemoryStores(): {
 
   const runStore: RunStore = {
     load,
+    carry,
+    hold,
 
     async stage(runId, staged, writes) {
       count('transact');
