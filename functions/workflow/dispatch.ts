@@ -16,8 +16,9 @@ const dispatch = makeDispatch({
 
 /** The interpreter's Dispatch task (`.waitForTaskToken`): queues the step; a worker's result resumes it. */
 export const handler = observe(async (event: unknown): Promise<void> => {
-  const { runId, tenantId, decision, taskToken, carried } = waitingTaskInputSchema.parse(event);
+  const { runId, tenantId, decision, taskToken, plan } = waitingTaskInputSchema.parse(event);
   if (decision.action !== 'dispatch') throw new Error(`Dispatch got a '${decision.action}' decision`);
+  const carried = plan?.carried;
   // A carried run of another tenant is not this run: it is read instead.
   await dispatch(runId, decision, taskToken, carried?.record.run.tenantId === tenantId ? carried : undefined);
 });

@@ -19,6 +19,9 @@ export const waitingTaskInputSchema = z.object({
   tenantId: z.string().min(1),
   decision: planDecisionSchema,
   taskToken: z.string().min(1),
-  /** Dispatch's: the run Plan carried (null when it was too large to carry, absent on an earlier definition). */
-  carried: carriedRunSchema.nullish(),
+  /**
+   * Dispatch's: Plan's whole result, with the run it carried (null when too large to carry). Passed
+   * whole so an execution whose Plan ran on an earlier definition, without `carried`, still resumes.
+   */
+  plan: z.object({ carried: carriedRunSchema.nullish() }).optional(),
 });

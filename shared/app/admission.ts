@@ -57,8 +57,14 @@ export interface RunEnding {
 /** What admission did with a run. */
 export type Admitted = 'started' | 'throttled' | 'waiting' | 'failed' | 'unchanged';
 
-/** A tenant's controls, being read while the run they will admit is still being stored. */
-export type ControlsReadAhead = Promise<Controls>;
+/**
+ * What admission reads about a run while the run is still being stored: the tenant's controls and,
+ * through the pass that will admit it, its profile queue's backlog.
+ */
+export interface AdmissionReadAhead {
+  readonly controls: Promise<Controls>;
+  readonly pass: BackpressurePass | undefined;
+}
 
 const asJson = (value: object) => JSON.parse(JSON.stringify(value)) as { [key: string]: Json };
 
@@ -155,7 +161,7 @@ export function makeAdmission(deps: AdmissionDeps) {
     run: Run,
     attempt = 0,
     pass: BackpressurePass | undefined = deps.backpressure?.pass(),
-    ahead?: ControlsReadAhead,
+    ahead?: Promise<Controls>,
   ): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
     const now = deps.clock.now();
     // The tenant's controls and the profile queue's backlog are read side by side.
@@ -262,26 +268,29 @@ export function makeAdmission(deps: AdmissionDeps) {
   }
 
   /**
-   * Starts reading a tenant's controls for a run about to be stored, so the read and the create's
-   * transaction go side by side. The counters that enforce a limit are taken with conditions when
-   * the run is admitted, so a read one write older decides nothing they would not; a pause that
-   * lands in between is the same race as one landing just after the read.
+   * Starts reading what admits a run about to be stored, so the reads and the create's transaction
+   * go side by side: the tenant's controls and the run's profile queue backlog. The counters that
+   * enforce a limit are taken with conditions when the run is admitted, so a read one write older
+   * decides nothing they would not; a pause that lands in between is the same race as one landing
+   * just after the read, and a queue's depth is approximate and lags what was just admitted anyway.
    */
-  function readAhead(tenantId: string): ControlsReadAhead {
-    const reading = readControls(deps.admission, tenantId);
-    // A create that fails first never awaits it; its error, if any, is the admission's to report.
-    reading.catch(() => undefined);
-    return reading;
+  function readAhead(run: Run): AdmissionReadAhead {
+    const controls = readControls(deps.admission, run.tenantId);
+    const pass = deps.backpressure?.pass();
+    // A create that fails first never awaits them; an error is the admission's to report.
+    controls.catch(() => undefined);
+    pass?.backlogOf(run).catch(() => undefined);
+    return { controls, pass };
   }
 
   /**
    * After a run is stored: a run queued behind its ticket's active run, or with dependencies,
    * waits for them (or fails at once when a dependency failed); any other is admitted or held.
    */
-  async function afterCreate(run: Run, ahead?: ControlsReadAhead): Promise<Admitted> {
+  async function afterCreate(run: Run, ahead?: AdmissionReadAhead): Promise<Admitted> {
     const dependsOn = run.dependsOn ?? [];
     if (run.queuedBehind === undefined && dependsOn.length === 0)
-      return (await admit(run, 0, undefined, ahead)).outcome;
+      return (await admit(run, 0, ahead?.pass, ahead?.controls)).outcome;
     if (run.queuedBehind !== undefined) await tickets.waitBehind(run, run.queuedBehind);
     if (dependsOn.length > 0)
       await deps.admission.commit(

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { Admission, ControlsReadAhead } from './admission.js';
+import type { Admission, AdmissionReadAhead } from './admission.js';
 import type { ApprovalStore } from './ports/approvals.js';
 import type { RunStore } from './ports/runs.js';
 import { canonicalJson, type Json, sha256Hex } from '../domain/canonical.js';
@@ -152,8 +152,8 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
         ],
         input.idempotencyKey === undefined ? undefined : { key: input.idempotencyKey, requestHash },
       );
-    // Admission's read of the tenant's controls goes beside the create's transaction, not after it.
-    const ahead = run.dependsOn ? undefined : deps.admission?.readAhead(run.tenantId);
+    // Admission's reads (the tenant's controls, the queue's backlog) go beside the create's transaction.
+    const ahead = run.dependsOn ? undefined : deps.admission?.readAhead(run);
     let stored;
     try {
       stored = await store(run);
@@ -182,7 +182,7 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
 }
 
 /** Admission decides whether a stored run starts now, waits `throttled`, or waits on its dependencies. */
-async function admitOrStart(deps: Omit<RunDeps, 'callbacks'>, run: Run, ahead?: ControlsReadAhead) {
+async function admitOrStart(deps: Omit<RunDeps, 'callbacks'>, run: Run, ahead?: AdmissionReadAhead) {
   if (deps.admission) return deps.admission.afterCreate(run, ahead);
   // The execution is named for the run, so its ARN is derived when needed rather than stored.
   await deps.starter.start(run);

@@ -32,6 +32,22 @@ describe('the run interpreter definition', () => {
     expect(definition.States.AwaitApproval?.TimeoutSeconds).toBeGreaterThan(86_400);
   });
 
+  it("resumes an execution whose Plan ran on the earlier definition: Dispatch's input needs nothing Plan did not give it then", () => {
+    const dispatch = definition.States.Dispatch as unknown as { Parameters: { Payload: Record<string, string> } };
+    // The state as the earlier definition left it after Plan: the decision alone, nothing carried.
+    const earlier = { runId: 'run-1', tenantId: 'acme', plan: { decision: { action: 'dispatch' } }, faults: {} };
+    const resolve = (path: string): unknown =>
+      path
+        .slice(2)
+        .split('.')
+        .reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], earlier);
+    const paths = Object.entries(dispatch.Parameters.Payload).filter(
+      ([key, path]) => key.endsWith('.$') && path.startsWith('$.'),
+    );
+    expect(paths.map(([key]) => key)).toContain('plan.$');
+    for (const [key, path] of paths) expect(resolve(path), `${key} ${path}`).toBeDefined();
+  });
+
   it('refuses to substitute when a function is missing', () => {
     const { PlanFunctionArn: _omitted, ...partial } = arns;
     expect(() => substituteDefinition(loadRunInterpreterDefinition(), partial as typeof arns)).toThrow(

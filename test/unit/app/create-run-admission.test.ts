@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { makeQuotaControls } from '../../../shared/app/admission-controls.js';
 import { makeAdmission } from '../../../shared/app/admission.js';
+import { makeBackpressure } from '../../../shared/app/backpressure.js';
 import { makeInMemoryAdmissionStore } from '../../../shared/app/ports/in-memory/admission.js';
 import { makeFakeClock, makeInMemoryRunbooks } from '../../../shared/app/ports/in-memory/fakes.js';
+import { makeSettableQueueDepth } from '../../../shared/app/ports/in-memory/queue-depth.js';
 import { makeInMemoryStores } from '../../../shared/app/ports/in-memory/runs.js';
 import type { RunStore } from '../../../shared/app/ports/runs.js';
 import { makeRegisterRunbook } from '../../../shared/app/runbooks.js';
@@ -53,12 +55,21 @@ async function world(around?: (create: RunStore['create']) => RunStore['create']
       steps: [{ id: 'one', backend: 'test', action: 'echo', params: { message: 'hi' } }],
     }),
   });
-  const admission = makeAdmission({ runs, admission: admissionStore, starter, clock });
+  const queue = makeSettableQueueDepth();
+  const depth: typeof queue = {
+    ...queue,
+    depth: async (profile) => {
+      seen.push(`depth ${profile}`);
+      return queue.depth(profile);
+    },
+  };
+  const backpressure = makeBackpressure({ depth, runbooks, maxBacklog: () => 10 });
+  const admission = makeAdmission({ runs, admission: admissionStore, starter, clock, backpressure });
   const createRun = makeCreateRun({ runbooks, runs, clock, starter, admission });
   const quotas = makeQuotaControls({ admission: admissionStore, clock });
   const createOne = (body: object = {}) =>
     createRun({ principal: olive, body: createRunBodySchema.parse({ runbookId: 'unit', ...body }) });
-  return { createOne, quotas, seen, started, runs };
+  return { createOne, quotas, seen, started, runs, queue };
 }
 
 describe('creating a run through admission', () => {
@@ -72,6 +83,24 @@ describe('creating a run through admission', () => {
     expect(controlsRead).toBeLessThan(seen.indexOf('create ends'));
     // Read once: the admission decides on the read it started early.
     expect(seen.filter((s) => s === 'cells c#')).toHaveLength(1);
+  });
+
+  it("reads the profile queue's backlog beside the create's transaction too, and holds the run back on it", async () => {
+    // The transaction takes a moment, as a real one does.
+    const { createOne, seen, started, queue } = await world((create) => async (...args) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return create(...args);
+    });
+    const first = await createOne();
+    expect(started).toEqual([first.runId]);
+    expect(seen.indexOf('depth dev-flex')).toBeGreaterThanOrEqual(0);
+    expect(seen.indexOf('depth dev-flex')).toBeLessThan(seen.indexOf('create ends'));
+    expect(seen.filter((s) => s === 'depth dev-flex')).toHaveLength(1);
+    // A queue past its bound holds the next run back, on the same early read.
+    queue.set('dev-flex', { visible: 10 });
+    const second = await createOne();
+    expect(second.status).toBe('throttled');
+    expect(started).toEqual([first.runId]);
   });
 
   it('holds a run back when another run took the last active slot while its controls were being read', async () => {
