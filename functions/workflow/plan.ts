@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { makePlan } from '../../shared/app/plan.js';
-import type { CarriedRun } from '../../shared/app/ports/runs.js';
-import type { PlanDecision } from '../../shared/domain/planner.js';
 import { planDeps } from '../dependencies.js';
 import { lambdaTelemetry } from '../observability.js';
+import { planResult } from './task-input.js';
 
 const { logger, observe } = lambdaTelemetry('capstan-plan');
 const deps = planDeps();
@@ -27,13 +26,11 @@ const inputSchema = z.object({
   carry: z.boolean().optional(),
 });
 
-type PlanOutput = PlanDecision | { decision: PlanDecision; carried: CarriedRun | null };
-
 /** The interpreter's Plan task: the next action for the run, as the Route state reads it. */
-export const handler = observe(async (event: unknown): Promise<PlanOutput> => {
+export const handler = observe(async (event: unknown): Promise<ReturnType<typeof planResult>> => {
   const { runId, faults, carry } = inputSchema.parse(event);
   if (faults?.last) logger.warn('a waiting task failed', { runId, faults: faults.count, error: faults.last.Error });
-  const { decision, carried } = await plan(runId, faults);
-  logger.info('planned', { runId, decision });
-  return carry ? { decision, carried: carried ?? null } : decision;
+  const planned = await plan(runId, faults);
+  logger.info('planned', { runId, decision: planned.decision });
+  return planResult(planned, carry ?? false);
 });

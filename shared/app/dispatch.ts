@@ -95,7 +95,7 @@ export function makeDispatch(deps: DispatchDeps) {
     taskToken: string,
     carried?: CarriedRun,
   ): Promise<void> {
-    const held = carried?.record.run.runId === runId ? deps.runs.hold(carried) : undefined;
+    const held = carried && carried.record.run.runId === runId ? deps.runs.hold(carried) : undefined;
     const record = held ?? (await deps.runs.load(runId));
     if (!record) throw new Error(`run ${runId} does not exist`);
     const runbook = await runbookOf(deps.runbooks, record.run);
@@ -127,6 +127,8 @@ export function makeDispatch(deps: DispatchDeps) {
       // Refused before anything is queued: the step fails for good and the run goes on from there.
       const { policy } = decision;
       const refusal = refusalOf(policy, [body], profile);
+      // A refusal is written from the run as it is (a cancel since means nothing is refused).
+      if (refusal && held) return dispatch(runId, decision, taskToken);
       if (refusal) {
         if (await refuse(execution, refusal, profile, now, taskToken)) return;
         writtenEarlier = true;

@@ -129,6 +129,8 @@ function makeDecide(deps: PlanDeps) {
     // A run the policy cannot gate has no approvals (one already waiting on a gate is still looked up).
     const gated = loaded.run.status === 'waiting_for_approval' || policyMayGate(deps.policy, runbook);
     const fanout = hasFanout(runbook);
+    // A fan-out unit's Dispatch reads the run itself, so a run with one carries nothing.
+    const carriable = (record: RunRecord) => (fanout ? undefined : record);
     // Each pass reads the run and its executions afresh and commits only against that same state.
     for (let attempt = 0; attempt < 10; attempt++) {
       // A run that has not started has no executions, approvals or aggregates: each follows a
@@ -160,7 +162,7 @@ function makeDecide(deps: PlanDeps) {
         aggregates,
       });
       // A queued run starts with its first step's dispatch, in Dispatch's own write (`startingWith`).
-      if (run.status === 'queued' && decision.action === 'dispatch') return { decision, record };
+      if (run.status === 'queued' && decision.action === 'dispatch') return { decision, record: carriable(record) };
       const nowIso = now.toISOString();
       const change = transitionFor(run, decision, nowIso);
       const gate = decision.action === 'await_approval' ? decision : undefined;
@@ -195,7 +197,7 @@ function makeDecide(deps: PlanDeps) {
         ),
       );
       if (change.status === run.status && run.status !== 'queued' && change.events.length === 0)
-        return { decision, record };
+        return { decision, record: carriable(record) };
       // From queued, the run starts first; the decision's own transition follows.
       if (change.status !== run.status && run.status !== 'queued')
         runStateMachine.transition(run.status, change.status);
@@ -234,7 +236,7 @@ function makeDecide(deps: PlanDeps) {
         });
       if (committed) {
         if (created) await deps.alerts?.requested(created, committed.record.run);
-        return { decision, record: committed.record };
+        return { decision, record: carriable(committed.record) };
       }
       // Someone changed the run while we decided (a cancel, a result): decide again.
     }

@@ -210,6 +210,35 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       expect(after && runs.carry(after)?.record).toEqual(after);
     });
 
+    it("refuses a carried record whose head or tenant is not the run's, even at its revision", async () => {
+      const { runs } = stores();
+      const { run } = await dispatched(runs);
+      const loaded = await runs.load(run.runId);
+      const carried = loaded && runs.carry(loaded);
+      if (!carried) throw new Error('no run');
+      const forged = [
+        { ...carried, record: { ...carried.record, head: { ...carried.record.head, hash: 'f'.repeat(64) } } },
+        { ...carried, record: { ...carried.record, run: { ...carried.record.run, tenantId: 'someone-else' } } },
+      ];
+      for (const one of forged) {
+        const decidedOn: string[] = [];
+        await runs.mutate(
+          run.runId,
+          (record) => {
+            decidedOn.push(`${record.run.tenantId} ${record.head.hash.slice(0, 4)}`);
+            return { events: [event('step.output', { text: 'x' })] };
+          },
+          runs.hold(one),
+        );
+        // Decided on the forged record first, refused, then on the stored run.
+        expect(decidedOn).toHaveLength(2);
+        expect(decidedOn[1]).toMatch(/^tenant-contract /);
+      }
+      const log = await runs.events(run.runId, 0, 10);
+      expect(verifyChain(log).valid).toBe(true);
+      expect(log.every((e) => e.tenantId === 'tenant-contract')).toBe(true);
+    });
+
     it("chains again when the held head's hash is not the run's, and appends nothing in another tenant", async () => {
       const { runs } = stores();
       const { run } = await dispatched(runs);

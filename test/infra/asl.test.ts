@@ -32,9 +32,9 @@ describe('the run interpreter definition', () => {
     expect(definition.States.AwaitApproval?.TimeoutSeconds).toBeGreaterThan(86_400);
   });
 
-  it("resumes an execution whose Plan ran on the earlier definition: Dispatch's input needs nothing Plan did not give it then", () => {
+  it("gives Dispatch Plan's whole result: its input resolves whether or not Plan carried the run", () => {
     const dispatch = definition.States.Dispatch as unknown as { Parameters: { Payload: Record<string, string> } };
-    // The state as the earlier definition left it after Plan: the decision alone, nothing carried.
+    // A Plan result with the decision alone, nothing carried.
     const earlier = { runId: 'run-1', tenantId: 'acme', plan: { decision: { action: 'dispatch' } }, faults: {} };
     const resolve = (path: string): unknown =>
       path

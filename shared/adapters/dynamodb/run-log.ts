@@ -132,8 +132,11 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
                 'SET #run = :run, chainSeq = :seq, chainHash = :hash, rollbackRequested = :rb, rev = :rev' +
                 (change.executionArn ? ', executionArn = :arn' : '') +
                 (runStateMachine.isTerminal(run.status) ? ' REMOVE gsi2pk, gsi2sk' : ''),
+              // The head's hash and the tenant too: a record held from elsewhere (carried in the
+              // interpreter's state) is the stored run only if all of it matches.
               ConditionExpression:
-                'chainSeq = :expected AND ' + (rev === undefined ? 'attribute_not_exists(rev)' : 'rev = :was'),
+                'chainSeq = :expected AND chainHash = :prev AND #run.tenantId = :tenant AND ' +
+                (rev === undefined ? 'attribute_not_exists(rev)' : 'rev = :was'),
               ExpressionAttributeNames: { '#run': 'run' },
               ExpressionAttributeValues: {
                 ':run': run,
@@ -142,6 +145,8 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
                 ':rb': rollbackRequested,
                 ':rev': next,
                 ':expected': record.head.seq,
+                ':prev': record.head.hash,
+                ':tenant': record.run.tenantId,
                 ...(rev !== undefined && { ':was': rev }),
                 ...(change.executionArn ? { ':arn': change.executionArn } : {}),
               },

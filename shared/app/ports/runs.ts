@@ -21,7 +21,10 @@ export interface RunRecord {
  */
 export interface CarriedRun {
   readonly record: RunRecord;
-  /** The run's revision when the record was read or written (null for a run stored without one). */
+  /**
+   * The run's revision when the record was read or written; null for a run stored without one
+   * (written before revisions), which a held record then matches only while it still has none.
+   */
   readonly revision: number | null;
 }
 

@@ -86,9 +86,9 @@ describe('creating a run through admission', () => {
   });
 
   it("reads the profile queue's backlog beside the create's transaction too, and holds the run back on it", async () => {
-    // The transaction takes a moment, as a real one does.
+    // The transaction takes a turn of the event loop, as a real one does.
     const { createOne, seen, started, queue } = await world((create) => async (...args) => {
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await new Promise((resolve) => setImmediate(resolve));
       return create(...args);
     });
     const first = await createOne();

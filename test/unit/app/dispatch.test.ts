@@ -153,6 +153,36 @@ describe('Dispatch of the run Plan carried', () => {
     ]);
   });
 
+  it('starts again from the run as it is when it changed in another way since', async () => {
+    const runId = await startRun([echo('one')]);
+    const { plan, dispatch } = interpreter();
+    const { decision, carried } = await plan(runId);
+    // A change that appends nothing: only the run's revision moves.
+    await runs.mutate(runId, () => ({ run: { updatedAt: clock.now().toISOString() }, events: [] }));
+    requests.clear();
+    await dispatch(runId, dispatchOf(decision), 'token-1', travelled(carried));
+    // Refused once, then read and written afresh.
+    expect(requests.get('transact')).toBe(2);
+    expect(requests.get('load')).toBeGreaterThanOrEqual(1);
+    expect(await types(runId)).toEqual(['run.created', 'run.started', 'policy.decided', 'step.dispatched']);
+    expect(queue.sent).toHaveLength(1);
+  });
+
+  it('refuses a step from the run as it is: a cancel in between writes no refusal', async () => {
+    const runId = await startRun([echo('one')]);
+    const { plan, dispatch } = interpreter(
+      policyDocumentSchema.parse({ version: 1, deny: [{ id: 'no-echo', action: 'echo', reason: 'no' }] }),
+    );
+    const { decision, carried } = await plan(runId);
+    await makeCancelRun({ runs, clock, callbacks })(olive, runId);
+    await dispatch(runId, dispatchOf(decision), 'token-1', travelled(carried));
+    expect(await types(runId)).not.toContain('step.failed');
+    expect(await runs.executions(runId)).toEqual([]);
+    expect(callbacks.succeeded).toEqual([
+      { taskToken: 'token-1', output: expect.objectContaining({ stepId: 'one', cancelled: true }) },
+    ]);
+  });
+
   it('re-attaches when another delivery dispatched the step since Plan carried the run', async () => {
     const runId = await startRun([echo('one')]);
     const { plan, dispatch } = interpreter();
@@ -192,5 +222,11 @@ describe('Dispatch of the run Plan carried', () => {
     const planned = await interpreter().plan(large);
     expect(planned.decision.action).toBe('dispatch');
     expect(planned.carried).toBeUndefined();
+    // A fan-out unit's Dispatch reads the run itself: a run with one carries nothing.
+    const fanned = await startRunbook({
+      name: 'fan',
+      steps: [echo('one', { target: { group: 'web' } })],
+    });
+    expect(await interpreter().plan(fanned)).toEqual({ decision: expect.objectContaining({ action: 'dispatch' }) });
   });
 });

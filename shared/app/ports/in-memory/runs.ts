@@ -195,7 +195,8 @@ export function makeInMemoryStores(): {
 
   const hold = (carried: CarriedRun): RunRecord => {
     const record = clone(carried.record);
-    // A revision this store never gave out refuses the write, so the run is read again.
+    // Every run here has a revision: none (a run stored before revisions, in DynamoDB) matches no
+    // run, so the write is refused and the run read again.
     revisions.set(record, carried.revision ?? Number.NaN);
     return record;
   };
@@ -316,7 +317,14 @@ export function makeInMemoryStores(): {
         if (!change) return undefined;
         count('transact');
         const stored = runs.get(runId);
-        if (!stored || stored.rev !== revisions.get(record) || stored.record.head.seq !== record.head.seq) continue;
+        if (
+          !stored ||
+          stored.rev !== revisions.get(record) ||
+          stored.record.head.seq !== record.head.seq ||
+          stored.record.head.hash !== record.head.hash ||
+          stored.record.run.tenantId !== record.run.tenantId
+        )
+          continue;
         const { events: chained, head } = chainEvents(record.head, record.run, change.events);
         const run = runSchema.parse({ ...record.run, ...change.run });
         const ending = !runStateMachine.isTerminal(record.run.status) && runStateMachine.isTerminal(run.status);
