@@ -2,7 +2,7 @@ import { makeDispatch } from '../../shared/app/dispatch.js';
 import { interpreterDeps, inventoryStore } from '../dependencies.js';
 import { recordMetric } from '../../shared/observability/metrics.js';
 import { lambdaTelemetry } from '../observability.js';
-import { carriedFor, waitingTaskInputSchema } from './task-input.js';
+import { dispatchInputOf } from './task-input.js';
 
 const { logger, observe } = lambdaTelemetry('capstan-dispatch');
 const dispatch = makeDispatch({
@@ -16,10 +16,9 @@ const dispatch = makeDispatch({
 
 /** The interpreter's Dispatch task (`.waitForTaskToken`): queues the step; a worker's result resumes it. */
 export const handler = observe(async (event: unknown): Promise<void> => {
-  const input = waitingTaskInputSchema.parse(event);
+  const { input, carried, dropped } = dispatchInputOf(event);
   const { runId, decision, taskToken } = input;
   if (decision.action !== 'dispatch') throw new Error(`Dispatch got a '${decision.action}' decision`);
-  const carried = carriedFor(input);
-  if (!carried && input.plan?.carried) logger.warn('the run Plan carried is not this run: reading it', { runId });
+  if (dropped) logger.warn('the run Plan carried is not this run: reading it', { runId });
   await dispatch(runId, decision, taskToken, carried);
 });

@@ -19,18 +19,13 @@ const inputSchema = z.object({
       last: z.object({ Error: z.string().optional(), Cause: z.string().optional() }).optional(),
     })
     .optional(),
-  /**
-   * Set by a state machine that takes `{ decision, carried }` (the run carried on to Dispatch); an
-   * execution started on an earlier definition gets the decision alone, as it expects.
-   */
-  carry: z.boolean().optional(),
 });
 
 /** The interpreter's Plan task: the next action for the run, as the Route state reads it. */
 export const handler = observe(async (event: unknown): Promise<ReturnType<typeof planResult>> => {
-  const { runId, faults, carry } = inputSchema.parse(event);
+  const { runId, faults } = inputSchema.parse(event);
   if (faults?.last) logger.warn('a waiting task failed', { runId, faults: faults.count, error: faults.last.Error });
   const planned = await plan(runId, faults);
   logger.info('planned', { runId, decision: planned.decision });
-  return planResult(planned, carry ?? false);
+  return planResult(planned);
 });

@@ -21,32 +21,35 @@ export const waitingTaskInputSchema = z.object({
   tenantId: z.string().min(1),
   decision: planDecisionSchema,
   taskToken: z.string().min(1),
-  /**
-   * Dispatch's: Plan's whole result, with the run it carried (null when too large to carry). Passed
-   * whole so an execution whose Plan ran on an earlier definition, without `carried`, still resumes.
-   */
-  plan: z.object({ carried: z.unknown().optional() }).optional(),
 });
+export type WaitingTaskInput = z.infer<typeof waitingTaskInputSchema>;
 
 /**
- * The run Plan carried to Dispatch, if it is one of this run in this tenant; anything else (nothing
- * carried, a record that does not parse, another run's) is dropped, and Dispatch reads the run.
+ * Plan's result, as the state machine keeps it (`$.plan.decision`) and every task reads it: the
+ * decision, with the run Plan carried beside its fields when there is one (only a dispatch).
  */
-export function carriedFor(input: z.infer<typeof waitingTaskInputSchema>): CarriedRun | undefined {
-  const parsed = carriedRunSchema.safeParse(input.plan?.carried);
-  if (!parsed.success) return undefined;
-  const { run } = parsed.data.record;
-  return run.runId === input.runId && run.tenantId === input.tenantId ? parsed.data : undefined;
+export function planResult(planned: Planned): PlanDecision | (PlanDecision & { carried: CarriedRun }) {
+  return planned.carried ? { ...planned.decision, carried: planned.carried } : planned.decision;
 }
 
+const carryingInputSchema = z.looseObject({ decision: z.looseObject({ carried: z.unknown().optional() }) });
+
 /**
- * Plan's result as the state machine reads it: `{ decision, carried }` (carried null when there is
- * none, since its ResultSelector needs the field) for a definition that asks with `carry`, and the
- * decision alone for an execution started on an earlier one.
+ * Dispatch's input: the waiting task's, and the run Plan carried beside the decision's fields if it
+ * is one of this run in this tenant. Anything else carried (a record that does not parse, another
+ * run's) is dropped, and Dispatch reads the run; `dropped` says so.
  */
-export function planResult(
-  planned: Planned,
-  carry: boolean,
-): PlanDecision | { decision: PlanDecision; carried: CarriedRun | null } {
-  return carry ? { decision: planned.decision, carried: planned.carried ?? null } : planned.decision;
+export function dispatchInputOf(event: unknown): {
+  input: WaitingTaskInput;
+  carried: CarriedRun | undefined;
+  dropped: boolean;
+} {
+  const raw = carryingInputSchema.safeParse(event);
+  const { carried: offered, ...decision } = raw.success ? raw.data.decision : { carried: undefined };
+  const input = waitingTaskInputSchema.parse(raw.success ? { ...raw.data, decision } : event);
+  const parsed = carriedRunSchema.safeParse(offered);
+  const run = parsed.success ? parsed.data.record.run : undefined;
+  const carried =
+    parsed.success && run?.runId === input.runId && run.tenantId === input.tenantId ? parsed.data : undefined;
+  return { input, carried, dropped: offered !== undefined && carried === undefined };
 }

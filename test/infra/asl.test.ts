@@ -32,22 +32,6 @@ describe('the run interpreter definition', () => {
     expect(definition.States.AwaitApproval?.TimeoutSeconds).toBeGreaterThan(86_400);
   });
 
-  it("gives Dispatch Plan's whole result: its input resolves whether or not Plan carried the run", () => {
-    const dispatch = definition.States.Dispatch as unknown as { Parameters: { Payload: Record<string, string> } };
-    // A Plan result with the decision alone, nothing carried.
-    const earlier = { runId: 'run-1', tenantId: 'acme', plan: { decision: { action: 'dispatch' } }, faults: {} };
-    const resolve = (path: string): unknown =>
-      path
-        .slice(2)
-        .split('.')
-        .reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], earlier);
-    const paths = Object.entries(dispatch.Parameters.Payload).filter(
-      ([key, path]) => key.endsWith('.$') && path.startsWith('$.'),
-    );
-    expect(paths.map(([key]) => key)).toContain('plan.$');
-    for (const [key, path] of paths) expect(resolve(path), `${key} ${path}`).toBeDefined();
-  });
-
   it('refuses to substitute when a function is missing', () => {
     const { PlanFunctionArn: _omitted, ...partial } = arns;
     expect(() => substituteDefinition(loadRunInterpreterDefinition(), partial as typeof arns)).toThrow(

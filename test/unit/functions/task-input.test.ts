@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { carriedFor, planResult, waitingTaskInputSchema } from '../../../functions/workflow/task-input.js';
+import { dispatchInputOf, planResult } from '../../../functions/workflow/task-input.js';
+import type { Planned } from '../../../shared/app/plan.js';
 
 const run = {
   runId: 'run-1',
@@ -22,32 +23,53 @@ const decision = {
   kind: 'step',
   attempt: 1,
   policy: { outcome: 'allow', rule: 'r', reason: 'r' },
-};
+} as const;
 
-/** Dispatch's input as the state machine builds it, with Plan's whole result. */
-const input = (plan: unknown, more: Record<string, unknown> = {}) =>
-  waitingTaskInputSchema.parse({ runId: 'run-1', tenantId: 'acme', decision, taskToken: 't', plan, ...more });
+/** Dispatch's input as the state machine builds it: Plan's result as the decision. */
+const input = (planned: unknown, more: Record<string, unknown> = {}) => ({
+  runId: 'run-1',
+  tenantId: 'acme',
+  decision: planned,
+  taskToken: 't',
+  ...more,
+});
 
-describe("the interpreter's task input and Plan's result", () => {
-  it('hands Dispatch the run Plan carried, when it is this run in this tenant', () => {
-    expect(carriedFor(input({ decision, carried }))).toEqual(carried);
+describe("Plan's result and Dispatch's input", () => {
+  it('carries the run beside the decision, and Dispatch takes it apart again', () => {
+    const result = planResult({ decision, carried } as unknown as Planned);
+    expect(result).toEqual({ ...decision, carried });
+    // What the state machine keeps is plain JSON.
+    const { input: parsed, carried: taken, dropped } = dispatchInputOf(JSON.parse(JSON.stringify(input(result))));
+    expect(parsed.decision).toEqual(decision);
+    expect(taken).toEqual(carried);
+    expect(dropped).toBe(false);
   });
 
-  it('drops anything else, so Dispatch reads the run: nothing, null, another run or tenant, a malformed record', () => {
-    expect(carriedFor(input(undefined))).toBeUndefined();
-    expect(carriedFor(input({ decision }))).toBeUndefined();
-    expect(carriedFor(input({ decision, carried: null }))).toBeUndefined();
-    expect(carriedFor(input({ decision, carried }, { runId: 'run-2' }))).toBeUndefined();
-    expect(carriedFor(input({ decision, carried }, { tenantId: 'other' }))).toBeUndefined();
-    const extra = { ...carried, record: { ...carried.record, run: { ...run, smuggled: true } } };
-    expect(carriedFor(input({ decision, carried: extra }))).toBeUndefined();
-    expect(carriedFor(input({ decision, carried: { record: {}, revision: 'x' } }))).toBeUndefined();
+  it('is the decision alone when nothing is carried, as a Plan of an earlier version answers', () => {
+    expect(planResult({ decision } as unknown as Planned)).toEqual(decision);
+    expect(dispatchInputOf(input(decision))).toEqual({
+      input: input(decision),
+      carried: undefined,
+      dropped: false,
+    });
   });
 
-  it('answers a definition that asks with { decision, carried } (null when nothing is carried), an earlier one with the decision', () => {
-    const planned = { decision: decision as never, carried: carried as never };
-    expect(planResult(planned, true)).toEqual({ decision, carried });
-    expect(planResult({ decision: decision as never }, true)).toEqual({ decision, carried: null });
-    expect(planResult(planned, false)).toEqual(decision);
+  it('drops a carried run of another run or tenant, or one that does not parse, and says so', () => {
+    const dropped = (more: Record<string, unknown>, offered: unknown = carried) =>
+      dispatchInputOf(input({ ...decision, carried: offered }, more));
+    for (const case_ of [
+      dropped({ runId: 'run-2' }),
+      dropped({ tenantId: 'other' }),
+      dropped({}, { ...carried, record: { ...carried.record, run: { ...run, smuggled: true } } }),
+      dropped({}, { record: {}, revision: 'x' }),
+    ]) {
+      expect(case_.carried).toBeUndefined();
+      expect(case_.dropped).toBe(true);
+      expect(case_.input.decision).toEqual(decision);
+    }
+  });
+
+  it('still refuses a decision with fields it does not know', () => {
+    expect(() => dispatchInputOf(input({ ...decision, extra: 1 }))).toThrow();
   });
 });
