@@ -58,6 +58,9 @@ export class StreamMapping {
   private readonly positions: Position[];
   private running = false;
   private loop?: Promise<void>;
+  /** Settles when `stop` is called, so a retry's back-off ends at once. */
+  private stopping!: Promise<void>;
+  private stopped: () => void = () => undefined;
   /** Records delivered, counted once per function, for the health endpoint and tests. */
   delivered = 0;
 
@@ -74,12 +77,18 @@ export class StreamMapping {
     const streamArn = Table?.LatestStreamArn;
     if (!streamArn) throw new Error(`table ${this.options.tableName} has no stream`);
     this.running = true;
+    this.stopping = new Promise((resolve) => (this.stopped = resolve));
     this.loop = this.run(streamArn);
   }
 
-  /** Stops reading; the batches already read are delivered (or given up on) before it returns. */
+  /**
+   * Stops reading; the batches already read are delivered before it returns, except from the
+   * first that fails for a function: that one and its successors stay for the next start (the
+   * function's checkpoint is before them), so a stop never waits out the retries' back-off.
+   */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopped();
     await this.loop;
     await Promise.all(this.positions.map((p) => p.draining));
     for (const position of this.positions) position.flush();
@@ -182,7 +191,8 @@ export class StreamMapping {
   private async drain(position: Position): Promise<void> {
     try {
       for (let batch = position.waiting[0]; batch; batch = position.waiting[0]) {
-        await this.deliver(position.consumer, batch.streamArn, batch.records);
+        // Left for the next start: the checkpoint stays before this batch.
+        if (!(await this.deliver(position.consumer, batch.streamArn, batch.records))) return;
         position.advance(batch.shardId, batch.last);
         position.waiting.shift();
       }
@@ -191,8 +201,11 @@ export class StreamMapping {
     }
   }
 
-  /** Delivers a batch with the mapping's retries; never throws (a batch given up on is logged). */
-  private async deliver(consumer: StreamConsumer, streamArn: string, records: readonly _Record[]): Promise<void> {
+  /**
+   * Delivers a batch with the mapping's retries; never throws (a batch given up on is logged).
+   * False when the mapping stopped with the batch still failing: it is neither delivered nor given up on.
+   */
+  private async deliver(consumer: StreamConsumer, streamArn: string, records: readonly _Record[]): Promise<boolean> {
     let pending = records.map((r) => toLambdaRecord(r, streamArn, this.options.region));
     const attempts = this.options.retryAttempts ?? 5;
     for (let attempt = 0; attempt <= attempts && pending.length > 0; attempt++) {
@@ -207,12 +220,25 @@ export class StreamMapping {
           `stream mapping ${consumer.name}: handler failed (${(error as Error).message}), attempt ${attempt + 1}`,
         );
       }
-      if (pending.length > 0 && attempt < attempts) await sleep(Math.min(1000 * 2 ** attempt, 10_000));
+      if (pending.length === 0 || attempt === attempts) continue;
+      if (!this.running) {
+        this.options.log?.(`stream mapping ${consumer.name}: stopped with ${pending.length} record(s) to retry`);
+        return false;
+      }
+      await this.backOff(Math.min(1000 * 2 ** attempt, 10_000));
     }
     if (pending.length > 0)
       this.options.log?.(
         `stream mapping ${consumer.name}: gave up on ${pending.length} record(s) after ${attempts} retries`,
       );
+    return true;
+  }
+
+  /** Waits `ms` before a retry, or until the mapping stops, whichever comes first. */
+  private async backOff(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise((resolve) => (timer = setTimeout(resolve, ms))), this.stopping]);
+    clearTimeout(timer);
   }
 }
 

@@ -1,6 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { DescribeTableCommand, DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
@@ -206,6 +206,44 @@ describe('DynamoDB Local: transactions and the event-log stream', () => {
       await mapping.stop();
     }
     expect(seen).toEqual({ quick: [1, 2, 3], stuck: [1, 2, 3] });
+  });
+  it("stops without waiting out a failing function's back-off, and delivers that batch again at the next start", async () => {
+    const runId = 'r6';
+    const checkpointFile = join(mkdtempSync(join(tmpdir(), 'capstan-stream-')), 'down.json');
+    onTestFinished(() => rmSync(dirname(checkpointFile), { recursive: true, force: true }));
+    const failures: number[] = [];
+    const log: string[] = [];
+    const down = mappingOf(
+      [
+        {
+          name: 'down',
+          checkpointFile,
+          handler: async (event) => {
+            failures.push(...seqsOf(runId, event));
+            throw new Error('the bus is down');
+          },
+        },
+      ],
+      (line) => log.push(line),
+    );
+    await down.start();
+    await putEvent(runId, 1);
+    await until('the first failure', async () => (failures.length > 0 ? true : undefined));
+    const stopping = Date.now();
+    await down.stop();
+    // Its retries would back off for 25 s in all; the stop ends the one under way.
+    expect(Date.now() - stopping).toBeLessThan(10_000);
+    expect(log.some((line) => /down: stopped with \d+ record\(s\) to retry/.test(line))).toBe(true);
+    expect(log.some((line) => line.includes('gave up'))).toBe(false);
+
+    const delivered: number[] = [];
+    const up = mappingOf([
+      { name: 'down', checkpointFile, handler: async (e) => void delivered.push(...seqsOf(runId, e)) },
+    ]);
+    await up.start();
+    await until('the batch again', async () => (delivered.includes(1) ? true : undefined));
+    await up.stop();
+    expect(delivered).toEqual([1]);
   });
   it('reads from the start past a checkpoint that holds no sequence number, rather than stalling', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'capstan-stream-'));
