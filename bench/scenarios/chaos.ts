@@ -122,9 +122,14 @@ async function exercise(
   const killer = (async () => {
     while (!done && kills.length < options.maxKills) {
       await sleep(options.killEveryMs);
-      const pids = bench.stack.workers.pids;
-      // Keep one worker alive, as a service keeps its minimum: chaos, not an outage.
-      if (done || pids.length < 2) continue;
+      // Keep one worker alive, as a service keeps its minimum: chaos, not an outage. The kill waits
+      // for the supervisor to bring a second one back rather than skipping a whole period.
+      let pids = bench.stack.workers.pids;
+      while (!done && pids.length < 2) {
+        await sleep(250);
+        pids = bench.stack.workers.pids;
+      }
+      if (done) break;
       const pid = pids[Math.floor(Math.random() * pids.length)] ?? 0;
       try {
         process.kill(pid, 'SIGKILL');

@@ -8,7 +8,7 @@ describe('the chaos suite, short', () => {
   it('keeps every effect at most once while workers are killed, and leaves every run ended or safely paused', async () => {
     const lines: string[] = [];
     const figures = await runChaos(
-      { runs: 6, workers: 2, inFlight: 3, killEveryMs: 2500, maxKills: 2, targetedCrashes: 1, deadlineMs: 80_000 },
+      { runs: 6, workers: 2, inFlight: 3, killEveryMs: 2000, maxKills: 2, targetedCrashes: 1, deadlineMs: 80_000 },
       (line) => lines.push(line),
     );
 
