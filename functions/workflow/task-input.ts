@@ -2,13 +2,14 @@ import { z } from 'zod';
 import type { Planned } from '../../shared/app/plan.js';
 import type { CarriedRun } from '../../shared/app/ports/runs.js';
 import { runSchema } from '../../shared/domain/entities.js';
+import { chainHeadSchema } from '../../shared/domain/events.js';
 import { type PlanDecision, planDecisionSchema } from '../../shared/domain/planner.js';
 
 /** The run as Plan decided on it, carried in the interpreter's state (`RunLog.carry`). */
 export const carriedRunSchema = z.object({
   record: z.object({
     run: runSchema,
-    head: z.object({ seq: z.number().int().min(0), hash: z.string().min(1) }),
+    head: chainHeadSchema,
     rollbackRequested: z.boolean(),
     executionArn: z.string().optional(),
   }),

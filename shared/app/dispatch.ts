@@ -96,13 +96,15 @@ export function makeDispatch(deps: DispatchDeps) {
     carried?: CarriedRun,
   ): Promise<void> {
     const held = carried && carried.record.run.runId === runId ? deps.runs.hold(carried) : undefined;
+    /** The dispatch again from the run as it is, as if nothing had been carried. */
+    const afresh = () => dispatch(runId, decision, taskToken);
     const record = held ?? (await deps.runs.load(runId));
     if (!record) throw new Error(`run ${runId} does not exist`);
     const runbook = await runbookOf(deps.runbooks, record.run);
     const step = allSteps(runbook).find((s) => s.step.id === decision.stepId)?.step;
     if (!step) throw new Error(`run ${runId} has no step ${decision.stepId}`);
     // A fan-out unit works from the run as it is.
-    if (held && isFanoutUnit(runbook, step)) return dispatch(runId, decision, taskToken);
+    if (held && isFanoutUnit(runbook, step)) return afresh();
     if (isFanoutUnit(runbook, step)) return dispatchUnit(record, runbook, step, decision, taskToken);
     const { kind, attempt } = decision;
     const now = deps.clock.now().toISOString();
@@ -128,7 +130,7 @@ export function makeDispatch(deps: DispatchDeps) {
       const { policy } = decision;
       const refusal = refusalOf(policy, [body], profile);
       // A refusal is written from the run as it is (a cancel since means nothing is refused).
-      if (refusal && held) return dispatch(runId, decision, taskToken);
+      if (refusal && held) return afresh();
       if (refusal) {
         if (await refuse(execution, refusal, profile, now, taskToken)) return;
         writtenEarlier = true;
@@ -180,8 +182,7 @@ export function makeDispatch(deps: DispatchDeps) {
             },
             record,
           );
-          // Dispatched again from the run as it is, as if nothing had been carried.
-          if (!committed && moved) return dispatch(runId, decision, taskToken);
+          if (!committed && moved) return afresh();
           if (!committed) {
             // Cancelled between this task's read and its write: the same.
             await resumeCancelled();

@@ -73,6 +73,9 @@ export interface ChainHead {
   readonly hash: string;
 }
 
+/** A chain head that came from outside (a command, the interpreter's state). */
+export const chainHeadSchema = z.strictObject({ seq: z.number().int().min(0), hash: z.string().min(1) });
+
 export const EMPTY_CHAIN: ChainHead = { seq: 0, hash: GENESIS_HASH };
 
 /** `sha256(prevHash + canonical(event without hash))`. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorInfoSchema, pipelinePositionSchema, prioritySchema } from './entities.js';
+import { chainHeadSchema } from './events.js';
 import { resolvedTargetSchema } from './targets.js';
 import { sandboxProfileNameSchema } from './sandbox-profiles.js';
 
@@ -40,7 +41,7 @@ export const stepCommandSchema = z.strictObject({
    * Where the run's event chain stood when the command was sent, on a step of one execution: the
    * worker chains its first record on it without reading the run. A stale one costs a retry.
    */
-  chainHead: z.strictObject({ seq: z.number().int().min(0), hash: z.string().min(1) }).optional(),
+  chainHead: chainHeadSchema.optional(),
 });
 export type StepCommand = z.infer<typeof stepCommandSchema>;
 

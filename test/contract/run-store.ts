@@ -6,6 +6,7 @@ import type { Run, StepExecution } from '../../shared/domain/entities.js';
 import { StaleWriteError } from '../../shared/domain/errors.js';
 import { type EventDraft, verifyChain } from '../../shared/domain/events.js';
 import { laneEvents, type StagedEvent } from '../../shared/domain/inbox.js';
+import { aRun } from '../support/runs.js';
 
 export interface Stores {
   readonly runs: RunStore;
@@ -17,20 +18,13 @@ const NOW = '2026-01-01T00:00:00.000Z';
 
 function newRun(): Run {
   counter++;
-  return {
+  return aRun({
     runId: `run-contract-${Date.now()}-${counter}`,
     tenantId: 'tenant-contract',
-    runbookId: 'rb',
-    runbookVersion: 1,
-    runbookDigest: 'digest',
-    status: 'queued',
-    inputs: {},
-    priority: 'normal',
     requestedBy: 'alice',
     createdAt: NOW,
     updatedAt: NOW,
-    cancelRequested: false,
-  };
+  });
 }
 
 const event = (type: EventDraft['type'], payload: EventDraft['payload'] = {}): EventDraft => ({

@@ -1,21 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { dispatchInputOf, planResult } from '../../../functions/workflow/task-input.js';
 import type { Planned } from '../../../shared/app/plan.js';
+import { aRun } from '../../support/runs.js';
 
-const run = {
-  runId: 'run-1',
-  tenantId: 'acme',
-  runbookId: 'rb',
-  runbookVersion: 1,
-  runbookDigest: 'digest',
-  status: 'queued',
-  inputs: {},
-  priority: 'normal',
-  requestedBy: 'olive',
-  createdAt: '2026-01-01T00:00:00.000Z',
-  updatedAt: '2026-01-01T00:00:00.000Z',
-  cancelRequested: false,
-} as const;
+const run = aRun();
 const carried = { record: { run, head: { seq: 1, hash: 'a'.repeat(64) }, rollbackRequested: false }, revision: 0 };
 const decision = {
   action: 'dispatch',
