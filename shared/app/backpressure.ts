@@ -22,14 +22,40 @@ export interface BackpressurePass {
   saturated(run: Run): Promise<boolean>;
 }
 
+/** A read of a profile queue's depth, and the runs admitted onto the queue since it was taken. */
+interface DepthReading {
+  readonly visible: Promise<number>;
+  added: number;
+}
+
 /**
  * Backpressure (seed 002 WO-012): admission reads the run's profile queue and holds new runs back
- * while it is past its bound. A queue's depth lags what was just admitted, so within one pass each
- * admitted run counts as a message already; a pass that admits a whole backlog at once cannot
+ * while it is past its bound. A queue's depth lags what was just admitted, so each run admitted on
+ * a reading counts as a message already; a pass that admits a whole backlog at once cannot
  * overshoot the bound by more than the runs that were admitted concurrently elsewhere.
+ *
+ * Passes that need a profile's depth while a read of it is under way join that read instead of
+ * making their own (a burst of creations reads the queue once, not once per run), and count their
+ * admissions on it together; a pass that starts once the read has answered reads the queue again.
  */
 export function makeBackpressure(deps: BackpressureDeps) {
   const profiles = new Map<string, Promise<SandboxProfileName | undefined>>();
+  /** Reads under way, per profile: joined by every pass that needs the profile meanwhile. */
+  const reading = new Map<SandboxProfileName, DepthReading>();
+
+  /** The read under way for `profile`, or a new one, forgotten once it answers. */
+  function readingOf(profile: SandboxProfileName): DepthReading {
+    const current = reading.get(profile);
+    if (current) return current;
+    const visible = deps.depth.depth(profile).then((depth) => depth.visible);
+    const started: DepthReading = { visible, added: 0 };
+    reading.set(profile, started);
+    const forget = () => {
+      if (reading.get(profile) === started) reading.delete(profile);
+    };
+    visible.then(forget, forget);
+    return started;
+  }
 
   /** The profile a run's steps go to; undefined for a runbook without a known one (nothing to watch). */
   function profileOf(run: Run): Promise<SandboxProfileName | undefined> {
@@ -48,23 +74,24 @@ export function makeBackpressure(deps: BackpressureDeps) {
 
   return {
     pass(): BackpressurePass {
-      const depths = new Map<SandboxProfileName, Promise<number>>();
-      const added = new Map<string, number>();
+      const depths = new Map<string, DepthReading>();
       const backlogOf = async (run: Run): Promise<QueueBacklog | undefined> => {
         const profile = await profileOf(run);
         if (!profile) return undefined;
         let depth = depths.get(profile);
         if (!depth) {
-          depth = deps.depth.depth(profile).then((reading) => reading.visible);
-          depths.set(profile, depth);
-          depth.catch(() => depths.delete(profile));
+          const joined = readingOf(profile);
+          depths.set(profile, joined);
+          joined.visible.catch(() => depths.delete(profile));
+          depth = joined;
         }
-        return { profile, depth: (await depth) + (added.get(profile) ?? 0), max: deps.maxBacklog(profile) };
+        return { profile, depth: (await depth.visible) + depth.added, max: deps.maxBacklog(profile) };
       };
       return {
         backlogOf,
         admitted(profile) {
-          added.set(profile, (added.get(profile) ?? 0) + 1);
+          const depth = depths.get(profile);
+          if (depth) depth.added++;
         },
         async saturated(run) {
           const profile = await profileOf(run);
