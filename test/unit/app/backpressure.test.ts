@@ -3,7 +3,7 @@ import { makeBackpressure } from '../../../shared/app/backpressure.js';
 import { makeFakeClock, makeInMemoryRunbooks } from '../../../shared/app/ports/in-memory/fakes.js';
 import { makeSettableQueueDepth } from '../../../shared/app/ports/in-memory/queue-depth.js';
 import type { QueueDepth } from '../../../shared/app/ports/capacity.js';
-import type { Run } from '../../../shared/domain/entities.js';
+import { aRun } from '../../support/runs.js';
 
 const MAX_BACKLOG = 10;
 
@@ -37,20 +37,7 @@ async function setup() {
     await new Promise((resolve) => setImmediate(resolve));
   };
   const backpressure = makeBackpressure({ depth, runbooks, maxBacklog: () => MAX_BACKLOG });
-  const run = (n: number): Run => ({
-    runId: `run-${n}`,
-    tenantId: 't',
-    runbookId: 'rb',
-    runbookVersion: 1,
-    runbookDigest: 'd1',
-    status: 'queued',
-    inputs: {},
-    priority: 'normal',
-    requestedBy: 'someone',
-    createdAt: clock.now().toISOString(),
-    updatedAt: clock.now().toISOString(),
-    cancelRequested: false,
-  });
+  const run = (n: number) => aRun({ runId: `run-${n}`, tenantId: 't', runbookDigest: 'd1' });
   return { backpressure, queue, answer, run };
 }
 
