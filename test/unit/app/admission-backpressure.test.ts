@@ -7,6 +7,7 @@ import { makeFakeClock, makeInMemoryRunbooks } from '../../../shared/app/ports/i
 import { makeSettableQueueDepth } from '../../../shared/app/ports/in-memory/queue-depth.js';
 import { makeInMemoryStores } from '../../../shared/app/ports/in-memory/runs.js';
 import type { Priority, Run } from '../../../shared/domain/entities.js';
+import { aRunbookVersion } from '../../support/runs.js';
 
 const MAX_BACKLOG = 10;
 
@@ -18,18 +19,7 @@ async function setup(wrap: (store: AdmissionStore) => AdmissionStore = (store) =
   const depth = makeSettableQueueDepth();
   const started: string[] = [];
   for (const tenantId of ['flood', 'quiet'])
-    await runbooks.putVersion(
-      {
-        tenantId,
-        runbookId: 'rb',
-        version: 1,
-        digest: 'd1',
-        createdAt: clock.now().toISOString(),
-        createdBy: 'someone',
-        definition: { name: 'rb', sandbox_profile: 'dev-flex' },
-      },
-      undefined,
-    );
+    await runbooks.putVersion(aRunbookVersion({ tenantId, digest: 'd1', createdBy: 'someone' }), undefined);
   const admission = makeAdmission({
     runs,
     admission: admissionStore,

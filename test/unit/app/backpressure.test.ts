@@ -1,27 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { makeBackpressure } from '../../../shared/app/backpressure.js';
-import { makeFakeClock, makeInMemoryRunbooks } from '../../../shared/app/ports/in-memory/fakes.js';
+import { makeInMemoryRunbooks } from '../../../shared/app/ports/in-memory/fakes.js';
 import { makeSettableQueueDepth } from '../../../shared/app/ports/in-memory/queue-depth.js';
 import type { QueueDepth } from '../../../shared/app/ports/capacity.js';
-import { aRun } from '../../support/runs.js';
+import { aRun, aRunbookVersion } from '../../support/runs.js';
 
 const MAX_BACKLOG = 10;
 
 async function setup() {
-  const clock = makeFakeClock();
   const runbooks = makeInMemoryRunbooks();
-  await runbooks.putVersion(
-    {
-      tenantId: 't',
-      runbookId: 'rb',
-      version: 1,
-      digest: 'd1',
-      createdAt: clock.now().toISOString(),
-      createdBy: 'someone',
-      definition: { name: 'rb', sandbox_profile: 'dev-flex' },
-    },
-    undefined,
-  );
+  await runbooks.putVersion(aRunbookVersion(), undefined);
   const queue = makeSettableQueueDepth();
   // Each read answers only when the test lets it, so reads can be held under way.
   const pending: Array<() => void> = [];
@@ -37,7 +25,7 @@ async function setup() {
     await new Promise((resolve) => setImmediate(resolve));
   };
   const backpressure = makeBackpressure({ depth, runbooks, maxBacklog: () => MAX_BACKLOG });
-  const run = (n: number) => aRun({ runId: `run-${n}`, tenantId: 't', runbookDigest: 'd1' });
+  const run = (n: number) => aRun({ runId: `run-${n}` });
   return { backpressure, queue, answer, run };
 }
 

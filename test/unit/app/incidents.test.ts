@@ -4,6 +4,7 @@ import { makeFakeClock, makeInMemoryRunbooks } from '../../../shared/app/ports/i
 import { makeInMemoryStores } from '../../../shared/app/ports/in-memory/runs.js';
 import type { Principal, Run } from '../../../shared/domain/entities.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../../shared/domain/errors.js';
+import { aRunbookVersion } from '../../support/runs.js';
 
 const operator: Principal = { subject: 'olive', tenantId: 't', roles: ['operator'] };
 
@@ -13,13 +14,9 @@ async function setUp(escalate: boolean | undefined) {
   const clock = makeFakeClock();
   const told: Array<{ runId: string; cause: IncidentCause }> = [];
   await runbooks.putVersion(
-    {
+    aRunbookVersion({
       tenantId: 't',
-      runbookId: 'rb',
-      version: 1,
       digest: 'd',
-      createdAt: clock.now().toISOString(),
-      createdBy: 'olive',
       definition: {
         name: 'rb',
         environment: 'dev',
@@ -27,7 +24,7 @@ async function setUp(escalate: boolean | undefined) {
         ...(escalate !== undefined && { escalate_on_failure: escalate }),
         steps: [{ id: 'a', backend: 'test', action: 'fail', params: { message: 'boom' } }],
       },
-    },
+    }),
     undefined,
   );
   const run: Run = {

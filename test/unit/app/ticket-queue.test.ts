@@ -8,6 +8,7 @@ import type { RunStore } from '../../../shared/app/ports/runs.js';
 import { lastInLine } from '../../../shared/app/ticket-queue.js';
 import type { Principal, Run } from '../../../shared/domain/entities.js';
 import { TicketBusyError } from '../../../shared/domain/intake/ticket.js';
+import { aRunbookVersion } from '../../support/runs.js';
 
 const principal: Principal = { subject: 'jira:jira', tenantId: 't', roles: ['operator'] };
 
@@ -25,12 +26,9 @@ async function setUp(wrap: (runs: RunStore) => RunStore = (runs) => runs) {
     },
   };
   await runbooks.putVersion(
-    {
+    aRunbookVersion({
       tenantId: 't',
-      runbookId: 'rb',
-      version: 1,
       digest: 'd',
-      createdAt: clock.now().toISOString(),
       createdBy: 'ada',
       definition: {
         name: 'rb',
@@ -38,7 +36,7 @@ async function setUp(wrap: (runs: RunStore) => RunStore = (runs) => runs) {
         sandbox_profile: 'dev-flex',
         steps: [{ id: 'a', backend: 'test', action: 'echo', params: { message: 'hi' } }],
       },
-    },
+    }),
     undefined,
   );
   const admission = makeAdmission({ runs, admission: makeInMemoryAdmissionStore(cells), starter, clock });
