@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { makePlan } from '../../shared/app/plan.js';
 import { planDeps } from '../dependencies.js';
 import { lambdaTelemetry } from '../observability.js';
-import { planResult } from './task-input.js';
+import { carriedRunOf, planResult } from './task-input.js';
 
 const { logger, observe } = lambdaTelemetry('capstan-plan');
 const deps = planDeps();
@@ -19,13 +19,17 @@ const inputSchema = z.object({
       last: z.object({ Error: z.string().optional(), Cause: z.string().optional() }).optional(),
     })
     .optional(),
+  /** The run as its creation stored it, for the execution's first Plan only (null afterwards). */
+  carried: z.unknown().optional(),
 });
 
 /** The interpreter's Plan task: the next action for the run, as the Route state reads it. */
 export const handler = observe(async (event: unknown): Promise<ReturnType<typeof planResult>> => {
-  const { runId, faults } = inputSchema.parse(event);
+  const { runId, tenantId, faults, carried: offered } = inputSchema.parse(event);
   if (faults?.last) logger.warn('a waiting task failed', { runId, faults: faults.count, error: faults.last.Error });
-  const planned = await plan(runId, faults);
+  const { carried, dropped } = carriedRunOf(offered, runId, tenantId);
+  if (dropped) logger.warn('the run the execution carried is not this run: reading it', { runId });
+  const planned = await plan(runId, faults, carried);
   logger.info('planned', { runId, decision: planned.decision });
   return planResult(planned);
 });

@@ -48,9 +48,22 @@ export function dispatchInputOf(event: unknown): {
   const raw = carryingInputSchema.safeParse(event);
   const { carried: offered, ...decision } = raw.success ? raw.data.decision : { carried: undefined };
   const input = waitingTaskInputSchema.parse(raw.success ? { ...raw.data, decision } : event);
+  return { input, ...carriedRunOf(offered, input.runId, input.tenantId) };
+}
+
+/**
+ * The run a task was offered in the interpreter's state, if it parses and is this run in this
+ * tenant. Anything else offered is dropped (the task reads the run), and `dropped` says so;
+ * nothing offered (absent or null) is not a drop.
+ */
+export function carriedRunOf(
+  offered: unknown,
+  runId: string,
+  tenantId: string,
+): { carried: CarriedRun | undefined; dropped: boolean } {
+  if (offered === undefined || offered === null) return { carried: undefined, dropped: false };
   const parsed = carriedRunSchema.safeParse(offered);
   const run = parsed.success ? parsed.data.record.run : undefined;
-  const carried =
-    parsed.success && run?.runId === input.runId && run.tenantId === input.tenantId ? parsed.data : undefined;
-  return { input, carried, dropped: offered !== undefined && carried === undefined };
+  const carried = parsed.success && run?.runId === runId && run.tenantId === tenantId ? parsed.data : undefined;
+  return { carried, dropped: carried === undefined };
 }

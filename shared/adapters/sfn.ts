@@ -23,13 +23,14 @@ export const executionArnFor = (stateMachineArn: string, name: string): string =
  */
 export function makeSfnRunStarter(client: SFNClient, stateMachineArn: string): RunStarter {
   return {
-    async start(run) {
+    async start(run, carried) {
       try {
         const { executionArn } = await client.send(
           new StartExecutionCommand({
             stateMachineArn,
             name: run.runId,
-            input: JSON.stringify({ runId: run.runId, tenantId: run.tenantId }),
+            // Where Plan's results go: the first Plan finds the run there, and its result replaces it.
+            input: JSON.stringify({ runId: run.runId, tenantId: run.tenantId, ...(carried && { plan: { carried } }) }),
           }),
         );
         if (!executionArn) throw new Error('StartExecution returned no execution ARN');

@@ -27,7 +27,8 @@ import {
   backlogMark,
   waiterCell,
 } from './ports/admission.js';
-import type { RunStore } from './ports/runs.js';
+import type { RunRecord, RunStore } from './ports/runs.js';
+import { carriedOf } from './carried.js';
 import type { Clock } from './ports.js';
 import type { RunStarter } from './ports/interpreter.js';
 import type { Backpressure, BackpressurePass } from './backpressure.js';
@@ -111,9 +112,12 @@ export function makeAdmission(deps: AdmissionDeps) {
     ...(deps.breakerChanged && { changed: deps.breakerChanged }),
   });
 
-  /** Starts the run's interpreter; the execution is named for the run, so its ARN is derived, not stored. */
-  async function start(run: Run): Promise<void> {
-    await deps.starter.start(run);
+  /**
+   * Starts the run's interpreter; the execution is named for the run, so its ARN is derived, not
+   * stored. `stored` is the run as this admission just found or left it, carried to the first Plan.
+   */
+  async function start(run: Run, stored?: RunRecord): Promise<void> {
+    await deps.starter.start(run, stored && carriedOf(deps.runs, stored));
   }
 
   /** Holds a fresh run back: `throttled`, with the limit and when it may try again, and a backlog place. */
@@ -162,6 +166,7 @@ export function makeAdmission(deps: AdmissionDeps) {
     attempt = 0,
     pass: BackpressurePass | undefined = deps.backpressure?.pass(),
     ahead?: Promise<Controls>,
+    stored?: RunRecord,
   ): Promise<{ outcome: Admitted; limit?: LimitName; source?: string }> {
     const now = deps.clock.now();
     // The tenant's controls and the profile queue's backlog are read side by side.
@@ -187,7 +192,7 @@ export function makeAdmission(deps: AdmissionDeps) {
     const writes = takes(run, plan);
     // Nothing to count and nothing held back: the run starts as it is, without a write.
     if (writes.length === 0 && run.status === 'queued') {
-      await start(run);
+      await start(run, stored);
       if (backlog) pass?.admitted(backlog.profile);
       return { outcome: 'started' };
     }
@@ -239,7 +244,7 @@ export function makeAdmission(deps: AdmissionDeps) {
       });
       if (!committed) return { outcome: 'unchanged' };
       if (plan.probe) await tellBreaker(run.tenantId, run.runbookId, 'half_open', run.runId);
-      await start(committed.record.run);
+      await start(committed.record.run, committed.record);
       if (backlog) pass?.admitted(backlog.profile);
       return { outcome: 'started' };
     } catch (error) {
@@ -287,10 +292,10 @@ export function makeAdmission(deps: AdmissionDeps) {
    * After a run is stored: a run queued behind its ticket's active run, or with dependencies,
    * waits for them (or fails at once when a dependency failed); any other is admitted or held.
    */
-  async function afterCreate(run: Run, ahead?: AdmissionReadAhead): Promise<Admitted> {
+  async function afterCreate(run: Run, ahead?: AdmissionReadAhead, stored?: RunRecord): Promise<Admitted> {
     const dependsOn = run.dependsOn ?? [];
     if (run.queuedBehind === undefined && dependsOn.length === 0)
-      return (await admit(run, 0, ahead?.pass, ahead?.controls)).outcome;
+      return (await admit(run, 0, ahead?.pass, ahead?.controls, stored)).outcome;
     if (run.queuedBehind !== undefined) await tickets.waitBehind(run, run.queuedBehind);
     if (dependsOn.length > 0)
       await deps.admission.commit(

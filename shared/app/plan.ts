@@ -15,6 +15,7 @@ import type { ApprovalAlerts, Clock, RunbookStore } from './ports.js';
 import { runbookOf } from './runs.js';
 import { draft } from './drafts.js';
 import { startingWith } from './run-start.js';
+import { carriedOf } from './carried.js';
 import { CANCELLED_UNSENT, endUnsent } from './unsent.js';
 
 export interface InterpreterDeps {
@@ -73,12 +74,6 @@ export interface Planned {
 }
 
 /**
- * The most a carried run may take of the interpreter's state (Step Functions allows 256 KB for
- * all of it): a larger one stays behind and Dispatch reads the run itself.
- */
-export const MAX_CARRIED_BYTES = 32 * 1024;
-
-/**
  * Plan: decides the next action from the stored run and records what the decision changes
  * (status and its event) in one transaction. Deciding the same state twice records nothing new.
  */
@@ -92,15 +87,18 @@ export function makePlanNext(deps: PlanDeps) {
  * (or wrote) is the one Dispatch would read next, so it travels in the interpreter's state and
  * Dispatch acts on it without a read. A run changed in between refuses Dispatch's write, and
  * Dispatch then reads it as it is.
+ *
+ * `given` is the run as its creation stored it, carried to the execution's first Plan: that Plan
+ * decides on it without a read. Every write that follows from it is chained on its head and
+ * revision, so a run changed since (a cancel that came in first) is refused and read again.
  */
 export function makePlan(deps: PlanDeps) {
   const planNext = makeDecide(deps);
-  return async function planned(runId: string, faults?: TaskFaults): Promise<Planned> {
-    const { decision, record } = await planNext(runId, faults);
+  return async function planned(runId: string, faults?: TaskFaults, given?: CarriedRun): Promise<Planned> {
+    const { decision, record } = await planNext(runId, faults, given);
     if (decision.action !== 'dispatch' || !record) return { decision };
-    const carried = deps.runs.carry(record);
-    const fits = carried && new TextEncoder().encode(JSON.stringify(carried)).length <= MAX_CARRIED_BYTES;
-    return fits ? { decision, carried } : { decision };
+    const carried = carriedOf(deps.runs, record);
+    return carried ? { decision, carried } : { decision };
   };
 }
 
@@ -111,9 +109,10 @@ function makeDecide(deps: PlanDeps) {
   return async function planNext(
     runId: string,
     faults?: TaskFaults,
+    given?: CarriedRun,
   ): Promise<{ decision: PlanDecision; record?: RunRecord }> {
     let decision: PlanDecision | undefined;
-    const loaded = await deps.runs.load(runId);
+    const loaded = given && given.record.run.runId === runId ? deps.runs.hold(given) : await deps.runs.load(runId);
     if (!loaded) throw new Error(`run ${runId} does not exist`);
     // The first pass decides on this read unless something changed the run since.
     let held: RunRecord | undefined = loaded;

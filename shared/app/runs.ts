@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Admission, AdmissionReadAhead } from './admission.js';
 import type { ApprovalStore } from './ports/approvals.js';
-import type { RunStore } from './ports/runs.js';
+import type { RunRecord, RunStore } from './ports/runs.js';
+import { carriedOf } from './carried.js';
 import { canonicalJson, type Json, sha256Hex } from '../domain/canonical.js';
 import { type Principal, prioritySchema, type Run, ticketSchema, type Trigger } from '../domain/entities.js';
 import { MAX_INPUTS_BYTES, storableJsonObject } from '../domain/storable.js';
@@ -175,17 +176,23 @@ export function makeCreateRun(deps: Omit<RunDeps, 'callbacks'>) {
         await admitOrStart(deps, existing.run);
       return { runId: existing.run.runId, status: existing.run.status, created: false };
     }
-    const admitted = await admitOrStart(deps, run, ahead);
+    const admitted = await admitOrStart(deps, run, ahead, stored.record);
     const status = admitted === 'throttled' ? 'throttled' : admitted === 'failed' ? 'failed' : run.status;
     return { runId: run.runId, status, created: true };
   };
 }
 
 /** Admission decides whether a stored run starts now, waits `throttled`, or waits on its dependencies. */
-async function admitOrStart(deps: Omit<RunDeps, 'callbacks'>, run: Run, ahead?: AdmissionReadAhead) {
-  if (deps.admission) return deps.admission.afterCreate(run, ahead);
-  // The execution is named for the run, so its ARN is derived when needed rather than stored.
-  await deps.starter.start(run);
+async function admitOrStart(
+  deps: Omit<RunDeps, 'callbacks'>,
+  run: Run,
+  ahead?: AdmissionReadAhead,
+  stored?: RunRecord,
+) {
+  if (deps.admission) return deps.admission.afterCreate(run, ahead, stored);
+  // The execution is named for the run, so its ARN is derived when needed rather than stored; the
+  // run as just stored goes with it, so the first Plan need not read it.
+  await deps.starter.start(run, stored && carriedOf(deps.runs, stored));
   return 'started';
 }
 

@@ -204,6 +204,46 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       expect(after && runs.carry(after)?.record).toEqual(after);
     });
 
+    it('answers a create with the run as stored, which can travel to the first write and is refused once the run changed', async () => {
+      const { runs } = stores();
+      const run = newRun();
+      const created = await runs.create(run, [event('run.created')], undefined);
+      if (!created.created) throw new Error('not created');
+      expect(created.record).toEqual(await runs.load(run.runId));
+      const carried = JSON.parse(JSON.stringify(runs.carry(created.record))) as Parameters<RunStore['hold']>[0];
+      expect(carried.record).toEqual(created.record);
+
+      // Held as it travelled, the first write decides on it without a read and commits.
+      const decidedOn: unknown[] = [];
+      const held = runs.hold(carried);
+      await runs.mutate(
+        run.runId,
+        (record) => {
+          decidedOn.push(record);
+          return { run: { currentStepId: 'one' }, events: [event('run.started')] };
+        },
+        held,
+      );
+      expect(decidedOn).toEqual([held]);
+
+      // The same carried run, held again after that write, is refused and the run read as it is.
+      const seen: (string | undefined)[] = [];
+      await runs.mutate(
+        run.runId,
+        (record) => {
+          seen.push(record.run.currentStepId);
+          return { events: [event('step.output', { text: 'x' })] };
+        },
+        runs.hold(carried),
+      );
+      expect(seen).toEqual([undefined, 'one']);
+      expect((await runs.events(run.runId, 0, 10)).map((e) => e.type)).toEqual([
+        'run.created',
+        'run.started',
+        'step.output',
+      ]);
+    });
+
     it("refuses a carried record whose head or tenant is not the run's, even at its revision", async () => {
       const { runs } = stores();
       const { run } = await dispatched(runs);
@@ -392,7 +432,7 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       const first = newRun();
       const second = newRun();
       const key = { key: `k-${first.runId}`, requestHash: 'h' };
-      expect(await runs.create(first, [event('run.created')], key)).toEqual({ created: true });
+      expect(await runs.create(first, [event('run.created')], key)).toMatchObject({ created: true });
       expect(await runs.create(second, [event('run.created')], key)).toEqual({
         created: false,
         runId: first.runId,

@@ -131,6 +131,38 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
     ).rejects.toBeInstanceOf(TaskDoesNotExist);
   });
 
+  it('hands the first Plan the run its creation carried, and every later Plan nothing', async () => {
+    const h = harness([{ action: 'dispatch', stepId: 'a' }, { action: 'succeed' }]);
+    const { client } = await start({ invoke: h.invoke });
+    const dispatched = h.nextWait();
+    const carried = { record: { run: { runId: 'r9', status: 'queued' } }, revision: 0 };
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({
+        stateMachineArn: ARN,
+        name: 'run-9',
+        input: JSON.stringify({ runId: 'r9', tenantId: 't', plan: { carried } }),
+      }),
+    );
+    const payload = await dispatched;
+    await client.send(new SendTaskSuccessCommand({ taskToken: String(payload.taskToken), output: '{}' }));
+    await waitForStatus(client, executionArn!, 'SUCCEEDED');
+    expect(h.invocations.map((i) => [i.functionName, i.payload.carried])).toEqual([
+      ['plan', carried],
+      ['dispatch', undefined],
+      ['plan', null],
+    ]);
+  });
+
+  it('hands the first Plan nothing when the execution carries no run (a restart)', async () => {
+    const h = harness([{ action: 'succeed' }]);
+    const { client } = await start({ invoke: h.invoke });
+    const { executionArn } = await client.send(
+      new StartExecutionCommand({ stateMachineArn: ARN, input: JSON.stringify({ runId: 'r10', tenantId: 't' }) }),
+    );
+    await waitForStatus(client, executionArn!, 'SUCCEEDED');
+    expect(h.invocations.map((i) => [i.functionName, i.payload.carried])).toEqual([['plan', null]]);
+  });
+
   it('routes SendTaskFailure through Catch and a back-off back to Plan, and fails with the run error as cause', async () => {
     const h = harness([{ action: 'dispatch' }, FAIL]);
     const { client } = await start({ invoke: h.invoke });

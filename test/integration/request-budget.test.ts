@@ -4,6 +4,7 @@ import { type MeteredEndpoint, totalOf } from '../../local/request-meter.js';
 import type { Principal } from '../../shared/domain/entities.js';
 import type { StepCommand } from '../../shared/domain/messages.js';
 import { startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
+import type { CarriedRun } from '../../shared/app/ports/runs.js';
 
 /**
  * DynamoDB requests one step of a plain runbook may cost, from Plan to its recorded result (the
@@ -12,10 +13,11 @@ import { startTestDynamo, type TestDynamo } from '../support/local-dynamodb.js';
  * output commits with its result, a step of one execution completes in its result's own
  * transaction, the worker chains its first record on the head its command carries, Plan
  * lists nothing for a run that has not started, the run starts in its first step's Dispatch, and
- * Dispatch writes from the run Plan carried to it, so the budget holds a three-step run to 22.
+ * Dispatch writes from the run Plan carried to it, and the first Plan decides on the run its creation
+ * carried, so the budget holds a three-step run to 21.
  */
 const STEPS = 3;
-const BUDGET_PER_STEP = 22 / STEPS;
+const BUDGET_PER_STEP = 21 / STEPS;
 const operator: Principal = { subject: 'olive', tenantId: 'acme', roles: ['operator'] };
 
 let dynamo: TestDynamo;
@@ -59,7 +61,15 @@ beforeAll(async () => {
     }),
   });
   const sent: StepCommand[] = [];
-  const create = makeCreateRun({ runbooks, runs, clock, starter: { start: async (run) => `arn:${run.runId}` } });
+  // The run as its creation stored it travels to the first Plan, as the execution's input does.
+  const startedWith = new Map<string, CarriedRun | undefined>();
+  const starter = {
+    start: async (run: { runId: string }, carried?: CarriedRun) => {
+      startedWith.set(run.runId, carried && (JSON.parse(JSON.stringify(carried)) as CarriedRun));
+      return `arn:${run.runId}`;
+    },
+  };
+  const create = makeCreateRun({ runbooks, runs, clock, starter });
   const plan = makePlan({ runbooks, runs, approvals, clock, callbacks, policy: DEFAULT_POLICY });
   const dispatch = makeDispatch({
     inventory: makeInMemoryInventoryStore({ clock, heartbeatMs: 5000 }),
@@ -81,9 +91,11 @@ beforeAll(async () => {
   // What the interpreter and a worker do for a run, in order, without the transport between them.
   walk = async () => {
     const { runId } = await create({ principal: operator, body: createRunBodySchema.parse({ runbookId: 'budget' }) });
+    let given = startedWith.get(runId);
     for (;;) {
       // Plan carries the run it decided on to Dispatch, as the interpreter's state does.
-      const { decision, carried } = await plan(runId);
+      const { decision, carried } = await plan(runId, undefined, given);
+      given = undefined;
       if (decision.action !== 'dispatch') {
         expect(decision.action).toBe('succeed');
         return;

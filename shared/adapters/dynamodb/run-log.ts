@@ -262,7 +262,9 @@ export function makeRunLog(client: DynamoDBDocumentClient, tables: RunLogTables)
         try {
           await client.send(new TransactWriteCommand({ TransactItems: items }));
           recordRunCommit(undefined, run, [], environment);
-          return { created: true };
+          const record: RunRecord = { run, head, rollbackRequested: false };
+          revisions.set(record, 0);
+          return { created: true, record };
         } catch (error) {
           const codes = cancellationCodes(error);
           if (!codes) throw error;

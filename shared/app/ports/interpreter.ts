@@ -1,4 +1,5 @@
 import type { Run } from '../../domain/entities.js';
+import type { CarriedRun } from './runs.js';
 import type { Json } from '../../domain/canonical.js';
 import type { StepCommand } from '../../domain/messages.js';
 import type { SandboxProfileName } from '../../domain/sandbox-profiles.js';
@@ -31,5 +32,9 @@ export interface TaskCallbacks {
 
 /** Starts a run's interpreter execution, named for the run (starting twice is a no-op); answers its ARN. */
 export interface RunStarter {
-  start(run: Pick<Run, 'runId' | 'tenantId'>): Promise<string>;
+  /**
+   * `carried` is the run as its creation (or admission) just stored it: the execution's first Plan
+   * decides on it without reading the run.
+   */
+  start(run: Pick<Run, 'runId' | 'tenantId'>, carried?: CarriedRun): Promise<string>;
 }

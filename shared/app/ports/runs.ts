@@ -51,8 +51,11 @@ export interface Appended {
   readonly events: RunEvent[];
 }
 
-/** The outcome of creating a run under an idempotency key. */
-export type Created = { created: true } | { created: false; runId: string; requestHash: string };
+/**
+ * The outcome of creating a run under an idempotency key: the run as stored (which `carry` can
+ * send on), or the run the key already names.
+ */
+export type Created = { created: true; record: RunRecord } | { created: false; runId: string; requestHash: string };
 
 /**
  * Runs and their event log. Every change appends its events in the same transaction as the state

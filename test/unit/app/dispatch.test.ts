@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
 import type { CarriedRun, RunStore } from '../../../shared/app/ports/runs.js';
-import { MAX_CARRIED_BYTES } from '../../../shared/app/plan.js';
+import { MAX_CARRIED_BYTES } from '../../../shared/app/carried.js';
 import { makeCancelRun } from '../../../shared/app/runs.js';
 import { policyDocumentSchema } from '../../../shared/domain/policy.js';
 import {

@@ -15,7 +15,7 @@ import { makeInMemoryStores } from '../../../shared/app/ports/in-memory/runs.js'
 import type { ApprovalStore } from '../../../shared/app/ports/approvals.js';
 import type { InventoryStore } from '../../../shared/app/ports/inventory.js';
 import type { RunbookStore } from '../../../shared/app/ports.js';
-import type { RunStore } from '../../../shared/app/ports/runs.js';
+import type { CarriedRun, RunStore } from '../../../shared/app/ports/runs.js';
 import { makeRegisterRunbook } from '../../../shared/app/runbooks.js';
 import { createRunBodySchema, makeCreateRun } from '../../../shared/app/runs.js';
 import type { Principal } from '../../../shared/domain/entities.js';
@@ -36,10 +36,13 @@ export let callbacks: RecordingCallbacks;
 export let inventory: InventoryStore;
 /** Requests made of the run store, by kind (`get`, `query`, `update`, `transact`). */
 export let requests: Map<string, number>;
+/** What each run's interpreter was started with: the run its creation carried, as the state holds it. */
+export let startedWith: Map<string, CarriedRun | undefined>;
 
 beforeEach(() => {
   clock = makeFakeClock();
   ({ runs, approvals, requests } = makeInMemoryStores());
+  startedWith = new Map();
   runbooks = makeInMemoryRunbooks();
   queue = makeRecordingQueue();
   callbacks = makeRecordingCallbacks();
@@ -54,7 +57,13 @@ export const bob: Principal = { subject: 'bob', tenantId: 'acme', roles: ['appro
 export async function startRunbook(doc: Record<string, unknown>): Promise<string> {
   const source = { name: 'unit', environment: 'dev', sandbox_profile: 'dev-flex', ...doc };
   await makeRegisterRunbook({ runbooks, clock })({ principal: olive, format: 'json', source: JSON.stringify(source) });
-  const create = makeCreateRun({ runbooks, runs, clock, starter: { start: async (run) => `arn:${run.runId}` } });
+  const starter = {
+    start: async (run: { runId: string }, carried?: CarriedRun) => {
+      startedWith.set(run.runId, carried && (JSON.parse(JSON.stringify(carried)) as CarriedRun));
+      return `arn:${run.runId}`;
+    },
+  };
+  const create = makeCreateRun({ runbooks, runs, clock, starter });
   const { runId } = await create({ principal: olive, body: createRunBodySchema.parse({ runbookId: source.name }) });
   return runId;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeStepResults } from '../../../shared/app/step-results.js';
 import { makePlanNext } from '../../../shared/app/plan.js';
+import { makeCancelRun } from '../../../shared/app/runs.js';
 import type { RunStore } from '../../../shared/app/ports/runs.js';
 import { DEFAULT_POLICY } from '../../../shared/domain/policy.js';
 import {
@@ -16,6 +17,8 @@ import {
   interpreter,
   dispatchOf,
   types,
+  startedWith,
+  olive,
 } from './interpreter-world.js';
 
 describe('Plan', () => {
@@ -128,5 +131,59 @@ describe('Plan', () => {
     expect(decision).toMatchObject({ action: 'fail' });
     expect((await runs.load(runId))?.run.status).toBe('failed');
     expect((await types(runId)).at(-1)).toBe('run.failed');
+  });
+});
+
+describe('the first Plan of a run its creation carried', () => {
+  it('decides on the carried run without a read, and carries it on to Dispatch, which writes once', async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const given = startedWith.get(runId);
+    expect(given?.record.run).toMatchObject({ runId, status: 'queued' });
+    const { plan, dispatch } = interpreter();
+    requests.clear();
+    const { decision, carried } = await plan(runId, undefined, given);
+    expect(decision).toMatchObject({ action: 'dispatch', stepId: 'one', attempt: 1 });
+    expect(Object.fromEntries(requests)).toEqual({});
+    await dispatch(runId, dispatchOf(decision), 'token-1', carried && JSON.parse(JSON.stringify(carried)));
+    expect(Object.fromEntries(requests)).toEqual({ transact: 1 });
+    expect(await types(runId)).toEqual(['run.created', 'run.started', 'policy.decided', 'step.dispatched']);
+  });
+
+  it('sends nothing for a run cancelled since it was carried: Dispatch is refused, reads it, and resumes as cancelled', async () => {
+    const runId = await startRun([echo('one')]);
+    const given = startedWith.get(runId);
+    await makeCancelRun({ runs, clock, callbacks })(olive, runId);
+    const { plan, dispatch } = interpreter();
+    const { decision, carried } = await plan(runId, undefined, given);
+    // The carried run did not know of the cancel; Dispatch's write, chained on it, finds out.
+    expect(decision).toMatchObject({ action: 'dispatch', stepId: 'one' });
+    await dispatch(runId, dispatchOf(decision), 'token-1', carried && JSON.parse(JSON.stringify(carried)));
+    expect(queue.sent).toEqual([]);
+    expect(await runs.executions(runId)).toEqual([]);
+    expect(callbacks.succeeded).toEqual([
+      { taskToken: 'token-1', output: expect.objectContaining({ stepId: 'one', cancelled: true }) },
+    ]);
+    // The next Plan reads the run and ends it.
+    expect(await interpreter().planNext(runId)).toMatchObject({ action: 'cancelled' });
+  });
+
+  it('writes nothing from a carried run whose gate another Plan opened since: it decides again on the run as it is', async () => {
+    const runId = await startRun([echo('risky', { blast_radius: 'high' })]);
+    const given = startedWith.get(runId);
+    await interpreter().planNext(runId);
+    const before = await types(runId);
+    const { decision } = await interpreter().plan(runId, undefined, given);
+    expect(decision).toMatchObject({ action: 'await_approval', stepId: 'risky' });
+    expect(await types(runId)).toEqual(before);
+    expect((await approvals.list(runId)).map((a) => a.status)).toEqual(['requested']);
+  });
+
+  it("reads the run when what was carried is another run's", async () => {
+    const runId = await startRun([echo('one')]);
+    const other = await startRun([echo('one')]);
+    requests.clear();
+    const { decision } = await interpreter().plan(runId, undefined, startedWith.get(other));
+    expect(decision).toMatchObject({ action: 'dispatch', stepId: 'one' });
+    expect(requests.get('load')).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dispatchInputOf, planResult } from '../../../functions/workflow/task-input.js';
+import { carriedRunOf, dispatchInputOf, planResult } from '../../../functions/workflow/task-input.js';
 import type { Planned } from '../../../shared/app/plan.js';
 import { aRun } from '../../support/runs.js';
 
@@ -59,5 +59,28 @@ describe("Plan's result and Dispatch's input", () => {
 
   it('still refuses a decision with fields it does not know', () => {
     expect(() => dispatchInputOf(input({ ...decision, extra: 1 }))).toThrow();
+  });
+});
+
+describe('the run an execution carries to its first Plan', () => {
+  it('is taken when it is this run in this tenant, as plain JSON', () => {
+    expect(carriedRunOf(JSON.parse(JSON.stringify(carried)), run.runId, run.tenantId)).toEqual({
+      carried,
+      dropped: false,
+    });
+  });
+
+  it('is nothing, and no drop, when the state holds none (a later Plan, or a restarted execution)', () => {
+    expect(carriedRunOf(null, run.runId, run.tenantId)).toEqual({ carried: undefined, dropped: false });
+    expect(carriedRunOf(undefined, run.runId, run.tenantId)).toEqual({ carried: undefined, dropped: false });
+  });
+
+  it("is dropped, and says so, when it is another run's, another tenant's, or does not parse", () => {
+    for (const [offered, runId, tenantId] of [
+      [carried, 'run-2', run.tenantId],
+      [carried, run.runId, 'other'],
+      [{ record: {}, revision: 0 }, run.runId, run.tenantId],
+    ] as const)
+      expect(carriedRunOf(offered, runId, tenantId)).toEqual({ carried: undefined, dropped: true });
   });
 });

@@ -388,10 +388,11 @@ export function makeInMemoryStores(): {
         if (holder) throw new TicketBusyError(run.ticket.id, holder);
       }
       const { events: chained, head } = chainEvents(EMPTY_CHAIN, run, firstEvents);
-      runs.set(run.runId, { record: { run: clone(run), head, rollbackRequested: false }, rev: 0, active: true });
+      const stored: StoredRun = { record: { run: clone(run), head, rollbackRequested: false }, rev: 0, active: true };
+      runs.set(run.runId, stored);
       events.set(run.runId, clone(chained));
       if (idem && idemKey) idempotency.set(idemKey, { runId: run.runId, requestHash: idem.requestHash });
-      return { created: true };
+      return { created: true, record: remember(stored) };
     },
 
     async list(tenantId, options) {
