@@ -1,10 +1,10 @@
 import type { ApprovalStore } from './ports/approvals.js';
 import type { TaskCallbacks } from './ports/interpreter.js';
-import type { CarriedRun, RunRecord, RunStore } from './ports/runs.js';
+import type { CarriedRun, RunRecord, RunSnapshot, RunStore } from './ports/runs.js';
 import { writes } from './ports/writes.js';
 import { StaleWriteError } from '../domain/errors.js';
 import { dueTransition, isOpen, requestApproval } from '../domain/approvals.js';
-import type { Approval, Run } from '../domain/entities.js';
+import type { Approval, Run, StepExecution } from '../domain/entities.js';
 import type { EventDraft } from '../domain/events.js';
 import { proposedAction, terminalDecision } from '../domain/plan-outcomes.js';
 import { hasFanout, plan, type PlanDecision } from '../domain/planner.js';
@@ -112,8 +112,11 @@ function makeDecide(deps: PlanDeps) {
     given?: CarriedRun,
   ): Promise<{ decision: PlanDecision; record?: RunRecord }> {
     let decision: PlanDecision | undefined;
-    const loaded = given && given.record.run.runId === runId ? deps.runs.hold(given) : await deps.runs.load(runId);
-    if (!loaded) throw new Error(`run ${runId} does not exist`);
+    // The run and its executions in one read, or the run its creation carried (which has none).
+    const first: { record: RunRecord; executions?: StepExecution[] } | undefined =
+      given && given.record.run.runId === runId ? { record: deps.runs.hold(given) } : await deps.runs.snapshot(runId);
+    if (!first) throw new Error(`run ${runId} does not exist`);
+    const loaded = first.record;
     // The first pass decides on this read unless something changed the run since.
     let held: RunRecord | undefined = loaded;
     if (!runStateMachine.isTerminal(loaded.run.status)) {
@@ -130,19 +133,25 @@ function makeDecide(deps: PlanDeps) {
     const fanout = hasFanout(runbook);
     // A fan-out unit's Dispatch reads the run itself, so a run with one carries nothing.
     const carriable = (record: RunRecord) => (fanout ? undefined : record);
+    /** The run as held (with its executions, read now if they were not read with it), or read afresh with them. */
+    const snapshotOf = async (
+      record: RunRecord | undefined,
+      executions: StepExecution[] | undefined,
+    ): Promise<RunSnapshot | undefined> =>
+      record ? { record, executions: executions ?? (await deps.runs.executions(runId)) } : deps.runs.snapshot(runId);
     // Each pass reads the run and its executions afresh and commits only against that same state.
     for (let attempt = 0; attempt < 10; attempt++) {
       // A run that has not started has no executions, approvals or aggregates: each follows a
       // decision that starts the run, which moves its head and so refuses this pass's commit.
       const unstarted = held?.run.status === 'queued';
-      const [record, executions, approvals, aggregates] = await Promise.all([
-        held ?? deps.runs.load(runId),
-        unstarted ? [] : deps.runs.executions(runId),
+      const [read, approvals, aggregates] = await Promise.all([
+        snapshotOf(held, held && unstarted ? [] : held && first.executions),
         gated && !unstarted ? deps.approvals.list(runId) : [],
         fanout && !unstarted ? deps.runs.aggregates(runId) : [],
       ]);
       held = undefined;
-      if (!record) throw new Error(`run ${runId} does not exist`);
+      if (!read) throw new Error(`run ${runId} does not exist`);
+      const { record, executions } = read;
       const now = deps.clock.now();
       const { run } = record;
       if (runStateMachine.isTerminal(run.status)) return { decision: terminalDecision(run) };

@@ -244,6 +244,20 @@ export function runStoreContract(name: string, stores: () => Stores): void {
       ]);
     });
 
+    it('reads a run with its step executions, and nothing else of its partition, in one snapshot', async () => {
+      const { runs } = stores();
+      const { run, execution } = await dispatched(runs);
+      // Items of the partition on either side of the range: an aggregate (before), a wait token (after).
+      await runs.putWaitToken(run.runId, 'resume', 'token-w', new Date().toISOString());
+      const snapshot = await runs.snapshot(run.runId);
+      expect(snapshot?.record).toEqual(await runs.load(run.runId));
+      expect(snapshot?.executions).toEqual(await runs.executions(run.runId));
+      expect(snapshot?.executions.map((e) => e.executionId)).toEqual([execution.executionId]);
+      // Its record travels, as a loaded one does.
+      expect(snapshot && runs.carry(snapshot.record)?.record).toEqual(snapshot?.record);
+      expect(await runs.snapshot(`${run.runId}-missing`)).toBeUndefined();
+    });
+
     it("refuses a carried record whose head or tenant is not the run's, even at its revision", async () => {
       const { runs } = stores();
       const { run } = await dispatched(runs);

@@ -35,7 +35,8 @@ const headItemSchema = z.object({
 /** Revisions of the records this store read or wrote, so a held record is checked against the one it came from. */
 const revisions = new WeakMap<RunRecord, number | undefined>();
 
-function recordOf(item: Record<string, unknown>): RunRecord {
+/** The run an item of the run's head (`META`) holds, with its revision for `carry` and `mutate`. */
+export function recordOf(item: Record<string, unknown>): RunRecord {
   const parsed = runItemSchema.parse(item);
   const record: RunRecord = {
     run: parsed.run,

@@ -3,6 +3,7 @@ import type { RunStore } from '../../app/ports/runs.js';
 import { makeAggregates } from './aggregates.js';
 import { makeReceipts, makeWaitTokens } from './receipts-and-waits.js';
 import { makeRunLog, type RunLogTables } from './run-log.js';
+import { makeRunSnapshots } from './run-snapshots.js';
 import { makeStepExecutions } from './step-executions.js';
 
 export type { RunStore } from '../../app/ports/runs.js';
@@ -12,6 +13,7 @@ export function makeRunStore(client: DynamoDBDocumentClient, tables: RunLogTable
   return {
     ...makeRunLog(client, tables),
     ...makeStepExecutions(client, tables.state),
+    ...makeRunSnapshots(client, tables.state),
     ...makeAggregates(client, tables.state),
     ...makeReceipts(client, tables.state),
     ...makeWaitTokens(client, tables.state),

@@ -10,7 +10,7 @@ import { queryPages } from './paginate.js';
  * A stored step execution. The lease expiry lives in its own attribute (`leaseUntil`), renewed
  * without rewriting the execution, so a writer that replaces the execution never moves it back.
  */
-function executionOf(item: Record<string, unknown>): StepExecution {
+export function executionOf(item: Record<string, unknown>): StepExecution {
   const execution = stepExecutionSchema.parse(item.se);
   return typeof item.leaseUntil === 'string' ? { ...execution, leaseExpiresAt: item.leaseUntil } : execution;
 }

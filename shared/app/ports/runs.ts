@@ -182,5 +182,20 @@ export interface WaitTokens {
   claimWaitToken(runId: string, waitingFor: string): Promise<string | undefined>;
 }
 
+/** A run and its step executions, as one read found them. */
+export interface RunSnapshot {
+  readonly record: RunRecord;
+  readonly executions: StepExecution[];
+}
+
+/** The run and its step executions together, for a use case that decides on both (Plan). */
+export interface RunSnapshots {
+  /**
+   * The run (a record `carry` can send on) and its step executions in one read; undefined when
+   * there is no such run.
+   */
+  snapshot(runId: string): Promise<RunSnapshot | undefined>;
+}
+
 /** Everything kept about runs, as one port; use cases name the parts they use. */
-export type RunStore = RunLog & StepExecutions & Aggregates & Receipts & WaitTokens;
+export type RunStore = RunLog & StepExecutions & RunSnapshots & Aggregates & Receipts & WaitTokens;

@@ -69,7 +69,17 @@ describe('Plan', () => {
     const runId = await startRun([echo('risky', { blast_radius: 'high' })]);
     requests.clear();
     expect(await interpreter().planNext(runId)).toMatchObject({ action: 'await_approval', stepId: 'risky' });
-    expect(requests.get('query') ?? 0).toBe(0);
+    // One read, of the run with its executions (none), and nothing else before the commit.
+    expect(Object.fromEntries(requests)).toEqual({ query: 1, transact: 1 });
+  });
+
+  it('reads a started run and its executions in one request', async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const { planNext, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    requests.clear();
+    expect(await planNext(runId)).toMatchObject({ action: 'dispatch', stepId: 'one' });
+    expect(Object.fromEntries(requests)).toEqual({ query: 1 });
   });
 
   it('runs no step twice when another pass started the run and ran its first step while this one decided', async () => {
@@ -80,8 +90,8 @@ describe('Plan', () => {
     let raced = false;
     const racing: RunStore = {
       ...runs,
-      async load(id) {
-        const record = await runs.load(id);
+      async snapshot(id) {
+        const record = await runs.snapshot(id);
         if (!raced) {
           raced = true;
           await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');

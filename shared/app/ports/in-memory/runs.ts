@@ -435,6 +435,17 @@ export function makeInMemoryStores(): {
         .map(remember);
     },
 
+    async snapshot(runId) {
+      count('query');
+      const stored = runs.get(runId);
+      if (!stored) return undefined;
+      const mine = [...executions.values()]
+        .filter((e) => e.runId === runId)
+        .sort((a, b) => a.executionId.localeCompare(b.executionId))
+        .map(clone);
+      return { record: remember(stored), executions: mine };
+    },
+
     async executions(runId) {
       count('query');
       return [...executions.values()]
