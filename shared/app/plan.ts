@@ -133,7 +133,10 @@ function makeDecide(deps: PlanDeps) {
     const fanout = hasFanout(runbook);
     // A fan-out unit's Dispatch reads the run itself, so a run with one carries nothing.
     const carriable = (record: RunRecord) => (fanout ? undefined : record);
-    /** The run as held (with its executions, read now if they were not read with it), or read afresh with them. */
+    /**
+     * The run as held, with `executions` (read now when they were not read with it); or, with
+     * nothing held, the run and its executions read afresh.
+     */
     const snapshotOf = async (
       record: RunRecord | undefined,
       executions: StepExecution[] | undefined,
@@ -145,7 +148,7 @@ function makeDecide(deps: PlanDeps) {
       // decision that starts the run, which moves its head and so refuses this pass's commit.
       const unstarted = held?.run.status === 'queued';
       const [read, approvals, aggregates] = await Promise.all([
-        snapshotOf(held, held && unstarted ? [] : held && first.executions),
+        snapshotOf(held, unstarted ? [] : first.executions),
         gated && !unstarted ? deps.approvals.list(runId) : [],
         fanout && !unstarted ? deps.runs.aggregates(runId) : [],
       ]);
