@@ -77,6 +77,15 @@ function namedError(name: string, message: string): Error {
 
 const nowSeconds = () => Date.now() / 1000;
 
+type ExecutionInput = Parameters<StateMachine['run']>[0];
+
+/** An execution's input without the run its creation carried (`plan.carried`). */
+function withoutCarried(input: ExecutionInput): ExecutionInput {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return input;
+  const { plan: _carried, ...rest } = input;
+  return rest;
+}
+
 /**
  * A local Step Functions endpoint (AWS JSON 1.0) that runs the deployed definition with
  * aws-local-stepfunctions. It supplies what the library leaves out: the context object's
@@ -145,7 +154,7 @@ export class LocalStepFunctions {
     const resumed = [...this.executions.values()].filter((e) => e.status === 'RUNNING');
     for (const record of resumed) {
       this.options.log?.(`step functions: resuming execution ${record.name}`);
-      this.run(record);
+      this.run(record, true);
     }
     return resumed.map((r) => r.name);
   }
@@ -192,7 +201,12 @@ export class LocalStepFunctions {
     return { executionArn, startDate: record.startDate };
   }
 
-  private run(record: ExecutionRecord): void {
+  /**
+   * Runs an execution from the top. One resumed after a restart starts without the run its
+   * creation carried (`plan.carried`): that describes the run when it was created, and a Plan that
+   * starts again decides on the run as stored, as it does in an execution the reconciler restarts.
+   */
+  private run(record: ExecutionRecord, resumed = false): void {
     const live: Live = { abort: () => undefined };
     const context = {
       Execution: { Id: record.executionArn, Name: record.name, RoleArn: 'arn:aws:iam::000000000000:role/local' },
@@ -214,7 +228,8 @@ export class LocalStepFunctions {
           (taskInput: unknown) => this.task(record, live, stateName, state, taskInput),
         ]),
     );
-    const execution = this.machine.run(JSON.parse(record.input), {
+    const stored = JSON.parse(record.input) as ExecutionInput;
+    const execution = this.machine.run(resumed ? withoutCarried(stored) : stored, {
       overrides: { taskResourceLocalHandlers: handlers },
       context,
     });

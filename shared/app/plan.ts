@@ -147,14 +147,17 @@ function makeDecide(deps: PlanDeps) {
       // A run that has not started has no executions, approvals or aggregates: each follows a
       // decision that starts the run, which moves its head and so refuses this pass's commit.
       const unstarted = held?.run.status === 'queued';
-      const [read, approvals, aggregates] = await Promise.all([
+      const [read, listed, aggregates] = await Promise.all([
         snapshotOf(held, unstarted ? [] : first.executions),
-        gated && !unstarted ? deps.approvals.list(runId) : [],
+        gated && !unstarted ? deps.approvals.list(runId) : undefined,
         fanout && !unstarted ? deps.runs.aggregates(runId) : [],
       ]);
       held = undefined;
       if (!read) throw new Error(`run ${runId} does not exist`);
       const { record, executions } = read;
+      // A run found waiting on a gate has its gates looked up, whatever the first record said.
+      const approvals =
+        listed ?? (record.run.status === 'waiting_for_approval' ? await deps.approvals.list(runId) : []);
       const now = deps.clock.now();
       const { run } = record;
       if (runStateMachine.isTerminal(run.status)) return { decision: terminalDecision(run) };

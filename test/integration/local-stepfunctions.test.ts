@@ -24,6 +24,8 @@ import {
   substituteDefinition,
 } from '../../shared/workflow/definition.js';
 import { freePort } from '../support/local-dynamodb.js';
+import { aRun } from '../support/runs.js';
+import { executionArnFor, makeSfnRunStarter } from '../../shared/adapters/sfn.js';
 
 const ARN = 'arn:aws:states:us-east-1:000000000000:stateMachine:test-run-interpreter';
 
@@ -271,6 +273,39 @@ describe('local Step Functions endpoint, running the deployed definition', () =>
     expect(JSON.parse(done.input ?? '{}')).toEqual({ runId: 'r6', tenantId: 't' });
     expect(second.invocations.map((i) => i.functionName)).toEqual(['plan']);
     expect(two.sfn.counters.stateTransitions).toBeGreaterThanOrEqual(3);
+  });
+
+  it('resumes an execution after a restart without the run its creation carried: the first Plan reads the run', async () => {
+    const dataFile = join(mkdtempSync(join(tmpdir(), 'capstan-sfn-')), 'executions.json');
+    const first = harness([{ action: 'dispatch' }]);
+    const one = await start({ invoke: first.invoke, dataFile });
+    const dispatched = first.nextWait();
+    const carried = { record: { run: { runId: 'r11', status: 'queued' } }, revision: 0 };
+    await one.client.send(
+      new StartExecutionCommand({
+        stateMachineArn: ARN,
+        name: 'run-11',
+        input: JSON.stringify({ runId: 'r11', tenantId: 't', plan: { carried } }),
+      }),
+    );
+    await dispatched;
+    expect(first.invocations[0]?.payload.carried).toEqual(carried);
+    await one.sfn.stop();
+
+    const second = harness([{ action: 'succeed' }]);
+    const two = await start({ invoke: second.invoke, dataFile });
+    await waitForStatus(two.client, executionArnFor(ARN, 'run-11'), 'SUCCEEDED');
+    expect(second.invocations.map((i) => [i.functionName, i.payload.carried])).toEqual([['plan', null]]);
+  });
+
+  it("gets the run from the Step Functions starter to the first Plan, where Plan's parameters read it", async () => {
+    const h = harness([{ action: 'succeed' }]);
+    const { client } = await start({ invoke: h.invoke });
+    const run = aRun({ runId: 'r12', tenantId: 't' });
+    const carried = { record: { run, head: { seq: 1, hash: 'a'.repeat(64) }, rollbackRequested: false }, revision: 0 };
+    const executionArn = await makeSfnRunStarter(client, ARN).start(run, carried);
+    await waitForStatus(client, executionArn, 'SUCCEEDED');
+    expect(h.invocations.map((i) => [i.functionName, i.payload.carried])).toEqual([['plan', carried]]);
   });
 
   it('ends a cancelled run in a Fail state, not SUCCEEDED', async () => {

@@ -188,6 +188,31 @@ describe('the first Plan of a run its creation carried', () => {
     expect((await approvals.list(runId)).map((a) => a.status)).toEqual(['requested']);
   });
 
+  it('sends no step twice when the run went on without it since it was carried: Dispatch re-attaches, the next Plan reads', async () => {
+    const runId = await startRun([echo('one'), echo('two')]);
+    const given = startedWith.get(runId);
+    // Another execution of the run started it and ran its first step meanwhile.
+    const { planNext, plan, dispatch } = interpreter();
+    await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
+    const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
+    const results = makeStepResults({ runs, callbacks, clock });
+    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
+    await results.started(command, 'w');
+    await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+    const before = await types(runId);
+
+    const { decision, carried } = await plan(runId, undefined, given);
+    expect(decision).toMatchObject({ action: 'dispatch', stepId: 'one', attempt: 1 });
+    await dispatch(runId, dispatchOf(decision), 'token-2', carried && JSON.parse(JSON.stringify(carried)));
+    expect(queue.sent).toHaveLength(1);
+    expect(await types(runId)).toEqual(before);
+    expect(callbacks.succeeded.at(-1)).toEqual({
+      taskToken: 'token-2',
+      output: expect.objectContaining({ reattached: true }),
+    });
+    expect(await planNext(runId)).toMatchObject({ action: 'dispatch', stepId: 'two', attempt: 1 });
+  });
+
   it("reads the run when what was carried is another run's", async () => {
     const runId = await startRun([echo('one')]);
     const other = await startRun([echo('one')]);
