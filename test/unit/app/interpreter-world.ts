@@ -1,5 +1,6 @@
 import { beforeEach } from 'vitest';
 import { makeDispatch } from '../../../shared/app/dispatch.js';
+import { makeStepResults } from '../../../shared/app/step-results.js';
 import { makePlan, makePlanNext } from '../../../shared/app/plan.js';
 import {
   type FakeClock,
@@ -19,6 +20,7 @@ import type { CarriedRun, RunStore } from '../../../shared/app/ports/runs.js';
 import { makeRegisterRunbook } from '../../../shared/app/runbooks.js';
 import { createRunBodySchema, makeCreateRun } from '../../../shared/app/runs.js';
 import type { Principal } from '../../../shared/domain/entities.js';
+import type { StepCommand } from '../../../shared/domain/messages.js';
 import type { PlanDecision } from '../../../shared/domain/planner.js';
 import { DEFAULT_POLICY, type PolicyDocument } from '../../../shared/domain/policy.js';
 
@@ -95,3 +97,11 @@ export function dispatchOf(decision: PlanDecision): Extract<PlanDecision, { acti
 
 /** The types of a run's events, in order. */
 export const types = async (runId: string) => (await runs.events(runId, 0, 1000)).map((e) => e.type);
+
+/** A worker takes the lease of `command`, starts it and reports it succeeded. */
+export async function succeedStep(command: StepCommand): Promise<void> {
+  const results = makeStepResults({ runs, callbacks, clock });
+  await results.holdingLeases(runs).acquireLease(command.runId, command.executionId, 'w', clock.now(), 30_000);
+  await results.started(command, 'w');
+  await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+}

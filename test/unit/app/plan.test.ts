@@ -19,6 +19,7 @@ import {
   types,
   startedWith,
   olive,
+  succeedStep,
 } from './interpreter-world.js';
 
 describe('Plan', () => {
@@ -96,10 +97,7 @@ describe('Plan', () => {
           raced = true;
           await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
           const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
-          const results = makeStepResults({ runs, callbacks, clock });
-          await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
-          await results.started(command, 'w');
-          await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+          await succeedStep(command);
         }
         return record;
       },
@@ -195,10 +193,7 @@ describe('the first Plan of a run its creation carried', () => {
     const { planNext, plan, dispatch } = interpreter();
     await dispatch(runId, dispatchOf(await planNext(runId)), 'token-1');
     const [{ command }] = queue.sent as [(typeof queue.sent)[number]];
-    const results = makeStepResults({ runs, callbacks, clock });
-    await results.holdingLeases(runs).acquireLease(runId, command.executionId, 'w', clock.now(), 30_000);
-    await results.started(command, 'w');
-    await results.finished(command, 'w', { outcome: 'succeeded', output: {} });
+    await succeedStep(command);
     const before = await types(runId);
 
     const { decision, carried } = await plan(runId, undefined, given);
