@@ -182,6 +182,13 @@ export function makeInMemoryStores(): {
     )?.record.run.runId;
   }
 
+  /** A run's step executions, in id order. */
+  const executionsOf = (runId: string): StepExecution[] =>
+    [...executions.values()]
+      .filter((e) => e.runId === runId)
+      .sort((a, b) => a.executionId.localeCompare(b.executionId))
+      .map(clone);
+
   async function load(runId: string): Promise<RunRecord | undefined> {
     count('load');
     const stored = runs.get(runId);
@@ -438,20 +445,12 @@ export function makeInMemoryStores(): {
     async snapshot(runId) {
       count('query');
       const stored = runs.get(runId);
-      if (!stored) return undefined;
-      const mine = [...executions.values()]
-        .filter((e) => e.runId === runId)
-        .sort((a, b) => a.executionId.localeCompare(b.executionId))
-        .map(clone);
-      return { record: remember(stored), executions: mine };
+      return stored && { record: remember(stored), executions: executionsOf(runId) };
     },
 
     async executions(runId) {
       count('query');
-      return [...executions.values()]
-        .filter((e) => e.runId === runId)
-        .sort((a, b) => a.executionId.localeCompare(b.executionId))
-        .map(clone);
+      return executionsOf(runId);
     },
 
     async execution(runId, executionId) {
