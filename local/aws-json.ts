@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { serveInProcess } from '../shared/adapters/in-process.js';
 import { bindHost } from './bind-host.js';
 
 /** An error the way an AWS JSON-protocol service reports it; the SDK turns `type` into the exception name. */
@@ -30,51 +31,85 @@ export interface JsonService {
   close(): Promise<void>;
 }
 
+/** A request's answer: status, headers and the JSON body. */
+interface Answer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** Answers one request: the operation `X-Amz-Target` names, on the JSON body, or the error AWS would give. */
+async function answer(
+  options: JsonServiceOptions,
+  method: string | undefined,
+  target: string | undefined,
+  body: string,
+): Promise<Answer> {
+  const reply = (status: number, value: unknown, headers: Record<string, string> = {}): Answer => ({
+    status,
+    headers: { 'content-type': 'application/x-amz-json-1.0', ...headers },
+    body: JSON.stringify(value),
+  });
+  const fail = (error: AwsServiceError) =>
+    reply(error.status, { __type: error.type, message: error.message }, { 'x-amzn-errortype': error.type });
+  try {
+    const [prefix, name] = typeof target === 'string' ? target.split('.') : [];
+    const operation = name === undefined ? undefined : options.operations[name];
+    if (method !== 'POST' || prefix !== options.targetPrefix || !operation || name === undefined)
+      return fail(new AwsServiceError('UnknownOperationException', `unsupported operation ${String(target)}`));
+    options.onRequest?.(name);
+    let input: unknown;
+    try {
+      input = body === '' ? {} : JSON.parse(body);
+    } catch {
+      return fail(new AwsServiceError('SerializationException', 'request body is not JSON'));
+    }
+    if (typeof input !== 'object' || input === null || Array.isArray(input))
+      return fail(new AwsServiceError('SerializationException', 'request body must be a JSON object'));
+    return reply(200, (await operation(input as Record<string, unknown>)) ?? {});
+  } catch (error) {
+    if (error instanceof AwsServiceError) return fail(error);
+    console.error(`${options.targetPrefix}: internal error`, error);
+    return fail(new AwsServiceError('InternalServerError', (error as Error).message, 500));
+  }
+}
+
 /**
  * A minimal server for the AWS JSON 1.0/1.1 protocols: `POST /` with `X-Amz-Target: <Prefix>.<Operation>`
  * and a JSON body. Requests are not signature-checked; everything else is what the SDK expects.
+ * This process's own SDK clients reach it without the socket (`serveInProcess`), with the same answers.
  */
 export function startJsonService(options: JsonServiceOptions): Promise<JsonService> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const reply = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-        res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0', ...headers });
-        res.end(JSON.stringify(body));
-      };
-      const fail = (error: AwsServiceError) =>
-        reply(error.status, { __type: error.type, message: error.message }, { 'x-amzn-errortype': error.type });
-      void (async () => {
-        const target = req.headers['x-amz-target'];
-        const [prefix, name] = typeof target === 'string' ? target.split('.') : [];
-        const operation = name === undefined ? undefined : options.operations[name];
-        if (req.method !== 'POST' || prefix !== options.targetPrefix || !operation || name === undefined)
-          return fail(new AwsServiceError('UnknownOperationException', `unsupported operation ${String(target)}`));
-        options.onRequest?.(name);
-        let input: unknown;
-        try {
-          input = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        } catch {
-          return fail(new AwsServiceError('SerializationException', 'request body is not JSON'));
-        }
-        if (typeof input !== 'object' || input === null || Array.isArray(input))
-          return fail(new AwsServiceError('SerializationException', 'request body must be a JSON object'));
-        reply(200, (await operation(input as Record<string, unknown>)) ?? {});
-      })().catch((error: unknown) => {
-        if (error instanceof AwsServiceError) return fail(error);
-        console.error(`${options.targetPrefix}: internal error`, error);
-        fail(new AwsServiceError('InternalServerError', (error as Error).message, 500));
+      const target = req.headers['x-amz-target'];
+      void answer(
+        options,
+        req.method,
+        typeof target === 'string' ? target : undefined,
+        Buffer.concat(chunks).toString('utf8'),
+      ).then((answered) => {
+        res.writeHead(answered.status, answered.headers);
+        res.end(answered.body);
       });
     });
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, bindHost(), () => {
+      const endpoint = `http://127.0.0.1:${options.port}`;
+      const unserve = serveInProcess(endpoint, (request) =>
+        answer(options, request.method, request.headers['x-amz-target'], request.body),
+      );
       resolve({
-        endpoint: `http://127.0.0.1:${options.port}`,
+        endpoint,
         server,
-        close: () => new Promise((done) => server.close(() => done())),
+        close: () => {
+          unserve();
+          return new Promise((done) => server.close(() => done()));
+        },
       });
     });
   });

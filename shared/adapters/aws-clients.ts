@@ -9,8 +9,9 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
-import { clientConfig, required } from '../config.js';
+import { type AwsService, clientConfig, required } from '../config.js';
 import { traced } from '../observability/tracer.js';
+import { InProcessOrHttp } from './in-process.js';
 
 /**
  * Every AWS SDK client Capstan builds: one per service and process, each on the endpoint the
@@ -37,24 +38,33 @@ export function withoutSdkLogging<C extends SdkClient>(client: C): C {
   return client;
 }
 
+/**
+ * A client's configuration: its endpoint where one is configured (the local stack), reached in
+ * this process without a socket when this process serves it (`serveInProcess`).
+ */
+function configFor(service: AwsService) {
+  const config = clientConfig(service);
+  return config.endpoint === undefined ? config : { ...config, requestHandler: new InProcessOrHttp() };
+}
+
 /** A client as the factory hands it out: traced in Lambda, without the SDK's logging. */
 const built = <C extends SdkClient>(client: C): C => traced(withoutSdkLogging(client));
 
-export const dynamoDbClient = once(() => built(new DynamoDBClient(clientConfig('dynamodb'))));
+export const dynamoDbClient = once(() => built(new DynamoDBClient(configFor('dynamodb'))));
 /** A short-lived DynamoDB client on `endpoint`, for set-up that addresses a DynamoDB other than the configured one. */
 export const dynamoDbClientAt = (endpoint: string): DynamoDBClient =>
   withoutSdkLogging(new DynamoDBClient({ endpoint }));
 // Queue URLs are addressed through the configured endpoint, not the host inside the URL.
-export const sqsClient = once(() => built(new SQSClient({ ...clientConfig('sqs'), useQueueUrlAsEndpoint: false })));
-export const sfnClient = once(() => built(new SFNClient(clientConfig('sfn'))));
-export const s3Client = once(() => built(new S3Client(clientConfig('s3'))));
-export const kmsClient = once(() => built(new KMSClient(clientConfig('kms'))));
-export const secretsClient = once(() => built(new SecretsManagerClient(clientConfig('secretsManager'))));
-export const eventBridgeClient = once(() => built(new EventBridgeClient(clientConfig('eventBridge'))));
+export const sqsClient = once(() => built(new SQSClient({ ...configFor('sqs'), useQueueUrlAsEndpoint: false })));
+export const sfnClient = once(() => built(new SFNClient(configFor('sfn'))));
+export const s3Client = once(() => built(new S3Client(configFor('s3'))));
+export const kmsClient = once(() => built(new KMSClient(configFor('kms'))));
+export const secretsClient = once(() => built(new SecretsManagerClient(configFor('secretsManager'))));
+export const eventBridgeClient = once(() => built(new EventBridgeClient(configFor('eventBridge'))));
 // The worker's `aws` backend acts through these.
-export const ecsClient = once(() => built(new ECSClient(clientConfig('ecs'))));
-export const ssmClient = once(() => built(new SSMClient(clientConfig('ssm'))));
-export const lambdaClient = once(() => built(new LambdaClient(clientConfig('lambda'))));
+export const ecsClient = once(() => built(new ECSClient(configFor('ecs'))));
+export const ssmClient = once(() => built(new SSMClient(configFor('ssm'))));
+export const lambdaClient = once(() => built(new LambdaClient(configFor('lambda'))));
 /** The `@connections` API of the WebSocket stage (`CAPSTAN_WS_ENDPOINT`, its callback URL). */
 export const connectionsClient = once(() =>
   built(new ApiGatewayManagementApiClient({ endpoint: required('CAPSTAN_WS_ENDPOINT') })),

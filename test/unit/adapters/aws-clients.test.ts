@@ -46,6 +46,14 @@ describe('the AWS client factory', () => {
     }
   });
 
+  it('reaches a configured endpoint through the in-process handler, and AWS through the SDK default', async () => {
+    vi.stubEnv('AWS_ENDPOINT_URL_SFN', 'http://127.0.0.1:4003');
+    const clients = await import('../../../shared/adapters/aws-clients.js');
+    const { InProcessOrHttp } = await import('../../../shared/adapters/in-process.js');
+    expect(clients.sfnClient().config.requestHandler).toBeInstanceOf(InProcessOrHttp);
+    expect(clients.kmsClient().config.requestHandler).not.toBeInstanceOf(InProcessOrHttp);
+  });
+
   it('builds every client without the SDK logger middleware, which copied each request and response', async () => {
     vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', 'http://127.0.0.1:8000');
     vi.stubEnv('CAPSTAN_WS_ENDPOINT', 'http://127.0.0.1:9000/ws');
