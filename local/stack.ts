@@ -36,6 +36,15 @@ const ROOT = join(import.meta.dirname, '..');
 export const REGION = 'us-east-1';
 export const ACCOUNT = '000000000000';
 export const PREFIX = 'capstan';
+/**
+ * A worker's environment: the functions' own, less their DynamoDB socket cap. A worker is a process
+ * of its own, as a Fargate task is, and its heartbeats must not queue behind its other requests.
+ */
+export function workerEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+  const { CAPSTAN_DYNAMODB_MAX_SOCKETS: _functionsOnly, ...rest } = env;
+  return rest;
+}
+
 /** Where the local console finds the development identities and their tokens. */
 export const LOCAL_IDENTITIES_PATH = '/local/identities.json';
 
@@ -206,6 +215,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',
       CAPSTAN_RECONCILE_SWEEPS: '1',
+      // The functions share this process and DynamoDB Local serves one request at a time: with four
+      // sockets, a burst of their requests queues here, not ahead of every worker's lease.
+      CAPSTAN_DYNAMODB_MAX_SOCKETS: process.env.CAPSTAN_DYNAMODB_MAX_SOCKETS ?? '4',
       // The development identities' main tenant runs this deployment (README: Workers).
       CAPSTAN_PLATFORM_TENANT: process.env.CAPSTAN_PLATFORM_TENANT ?? 'local',
       ...options.env,
@@ -385,7 +397,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       entrypoint: join(ROOT, 'worker-container', 'main.ts'),
       counts: options.workers,
       ...(options.agents && { agents: options.agents }),
-      env: { ...(process.env as Record<string, string>), ...env },
+      env: workerEnv({ ...(process.env as Record<string, string>), ...env }),
       log,
       // Locally the supervisor is the platform that sees a worker die: it reports the exit the way
       // EventBridge reports a stopped ECS task, to the same handler.

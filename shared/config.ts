@@ -60,6 +60,13 @@ import { nodeAttributesSchema, nodeIdSchema } from './domain/inventory.js';
  */
 export const configSchema = z.object({
   CAPSTAN_PREFIX: z.string().min(1).default('capstan'),
+  /**
+   * Requests this process's DynamoDB client has in flight at once (its sockets); the SDK's 50 when
+   * unset. The local stack's functions get 4: they share one process, and DynamoDB Local serves one
+   * request at a time, so a burst of theirs queues in the stack rather than ahead of every worker's
+   * lease and heartbeat (docs/architecture.md).
+   */
+  CAPSTAN_DYNAMODB_MAX_SOCKETS: z.coerce.number().int().min(1).max(1_000).optional(),
   CAPSTAN_ENVIRONMENT: z.enum(['dev', 'staging', 'prod']).default('prod'),
   CAPSTAN_STATE_TABLE: z.string().min(1),
   CAPSTAN_EVENTS_TABLE: z.string().min(1),
@@ -203,6 +210,18 @@ export function endpointFor(
   const name = env[specific] !== undefined ? specific : 'AWS_ENDPOINT_URL';
   const parsed = endpointSchema.safeParse(env[name] || undefined);
   if (!parsed.success) throw new Error(`invalid configuration: ${name} must be an http(s) URL, got '${env[name]}'`);
+  return parsed.data;
+}
+
+/** How many requests the DynamoDB client sends at once, where the configuration caps it. */
+export function dynamoDbSockets(env: Readonly<Record<string, string | undefined>> = process.env): number | undefined {
+  const parsed = configSchema.shape.CAPSTAN_DYNAMODB_MAX_SOCKETS.safeParse(
+    env.CAPSTAN_DYNAMODB_MAX_SOCKETS || undefined,
+  );
+  if (!parsed.success)
+    throw new Error(
+      `invalid configuration: CAPSTAN_DYNAMODB_MAX_SOCKETS must be a whole number from 1 to 1000, got '${env.CAPSTAN_DYNAMODB_MAX_SOCKETS}'`,
+    );
   return parsed.data;
 }
 

@@ -9,7 +9,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
-import { type AwsService, clientConfig, required } from '../config.js';
+import { type AwsService, clientConfig, dynamoDbSockets, required } from '../config.js';
 import { traced } from '../observability/tracer.js';
 import { InProcessOrHttp } from './in-process.js';
 
@@ -40,11 +40,15 @@ export function withoutSdkLogging<C extends SdkClient>(client: C): C {
 
 /**
  * A client's configuration: its endpoint where one is configured (the local stack), reached in
- * this process without a socket when this process serves it (`serveInProcess`).
+ * this process without a socket when this process serves it (`serveInProcess`); for DynamoDB, as
+ * many sockets as `CAPSTAN_DYNAMODB_MAX_SOCKETS` allows.
  */
 function configFor(service: AwsService) {
   const config = clientConfig(service);
-  return config.endpoint === undefined ? config : { ...config, requestHandler: new InProcessOrHttp() };
+  const sockets = service === 'dynamodb' ? dynamoDbSockets() : undefined;
+  if (config.endpoint === undefined && sockets === undefined) return config;
+  const agent = sockets === undefined ? undefined : { maxSockets: sockets };
+  return { ...config, requestHandler: new InProcessOrHttp(agent && { httpAgent: agent, httpsAgent: agent }) };
 }
 
 /** A client as the factory hands it out: traced in Lambda, without the SDK's logging. */

@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 beforeEach(() => {
@@ -52,6 +55,52 @@ describe('the AWS client factory', () => {
     const { InProcessOrHttp } = await import('../../../shared/adapters/in-process.js');
     expect(clients.sfnClient().config.requestHandler).toBeInstanceOf(InProcessOrHttp);
     expect(clients.kmsClient().config.requestHandler).not.toBeInstanceOf(InProcessOrHttp);
+  });
+
+  it('keeps as many DynamoDB requests in flight as CAPSTAN_DYNAMODB_MAX_SOCKETS allows, the rest waiting their turn', async () => {
+    // A DynamoDB endpoint that answers each request 40 ms after it arrives, noting how many are open at once.
+    let open = 0;
+    let most = 0;
+    const server = createServer((req, res) => {
+      most = Math.max(most, ++open);
+      req.resume();
+      setTimeout(() => {
+        open--;
+        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+        res.end('{}');
+      }, 40);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const inFlight = async (sockets: string | undefined) => {
+        vi.resetModules();
+        vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', url);
+        vi.stubEnv('CAPSTAN_DYNAMODB_MAX_SOCKETS', sockets);
+        vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+        vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+        const { dynamoDbClient } = await import('../../../shared/adapters/aws-clients.js');
+        const client = dynamoDbClient();
+        most = 0;
+        const get = () => client.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'x' } } }));
+        const replies = await Promise.all(Array.from({ length: 6 }, get));
+        client.destroy();
+        expect(replies.every((reply) => reply.Item === undefined)).toBe(true);
+        return most;
+      };
+      expect(await inFlight('2')).toBe(2);
+      expect(await inFlight(undefined)).toBe(6);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('refuses a DynamoDB socket cap that is not a whole number from 1 to 1000, naming the variable', async () => {
+    const { dynamoDbSockets } = await import('../../../shared/config.js');
+    expect(dynamoDbSockets({ CAPSTAN_DYNAMODB_MAX_SOCKETS: '4' })).toBe(4);
+    expect(dynamoDbSockets({})).toBeUndefined();
+    for (const bad of ['0', 'four', '2.5', '5000'])
+      expect(() => dynamoDbSockets({ CAPSTAN_DYNAMODB_MAX_SOCKETS: bad })).toThrow(/CAPSTAN_DYNAMODB_MAX_SOCKETS/);
   });
 
   it('builds every client without the SDK logger middleware, which copied each request and response', async () => {
