@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 // Layering (docs/architecture.md): the domain is pure, use cases see ports, adapters talk to AWS,
 // handlers are thin and independent, and configuration is read in one module.
 const sdk = {
-  group: ['@aws-sdk/*'],
+  group: ['@aws-sdk/*', '@smithy/*'],
   message: 'The AWS SDK belongs in shared/adapters (or local/, infra/, bench/, test/): call it through a port.',
 };
 const adapters = {

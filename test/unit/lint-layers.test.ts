@@ -26,6 +26,20 @@ describe('the layering lint rules', () => {
     expect(found).toContain('no-restricted-imports');
   });
 
+  it("rejects the SDK's transport packages outside the adapters", async () => {
+    const found = await violations(
+      'shared/app/x.ts',
+      "import { NodeHttpHandler } from '@smithy/node-http-handler';\nexport const handler = new NodeHttpHandler();\n",
+    );
+    expect(found).toContain('no-restricted-imports');
+    expect(
+      await violations(
+        'shared/adapters/x.ts',
+        "import { NodeHttpHandler } from '@smithy/node-http-handler';\nexport const handler = new NodeHttpHandler();\n",
+      ),
+    ).not.toContain('no-restricted-imports');
+  });
+
   it('rejects an adapter import in a use case', async () => {
     const found = await violations(
       'shared/app/x.ts',
