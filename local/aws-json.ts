@@ -70,7 +70,9 @@ async function answer(
   } catch (error) {
     if (error instanceof AwsServiceError) return fail(error);
     console.error(`${options.targetPrefix}: internal error`, error);
-    return fail(new AwsServiceError('InternalServerError', (error as Error).message, 500));
+    return fail(
+      new AwsServiceError('InternalServerError', error instanceof Error ? error.message : String(error), 500),
+    );
   }
 }
 
@@ -90,10 +92,16 @@ export function startJsonService(options: JsonServiceOptions): Promise<JsonServi
         req.method,
         typeof target === 'string' ? target : undefined,
         Buffer.concat(chunks).toString('utf8'),
-      ).then((answered) => {
-        res.writeHead(answered.status, answered.headers);
-        res.end(answered.body);
-      });
+      )
+        .then((answered) => {
+          res.writeHead(answered.status, answered.headers);
+          res.end(answered.body);
+        })
+        .catch((error: unknown) => {
+          // Only a failure to write the answer itself lands here: the connection is all that is left.
+          console.error(`${options.targetPrefix}: could not answer`, error);
+          res.destroy();
+        });
     });
   });
   return new Promise((resolve, reject) => {

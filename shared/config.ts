@@ -66,7 +66,10 @@ export const configSchema = z.object({
    * request at a time, so a burst of theirs queues in the stack rather than ahead of every worker's
    * lease and heartbeat (docs/architecture.md).
    */
-  CAPSTAN_DYNAMODB_MAX_SOCKETS: z.coerce.number().int().min(1).max(1_000).optional(),
+  CAPSTAN_DYNAMODB_MAX_SOCKETS: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.coerce.number().int().min(1).max(1_000).optional(),
+  ),
   CAPSTAN_ENVIRONMENT: z.enum(['dev', 'staging', 'prod']).default('prod'),
   CAPSTAN_STATE_TABLE: z.string().min(1),
   CAPSTAN_EVENTS_TABLE: z.string().min(1),

@@ -48,7 +48,10 @@ function configFor(service: AwsService) {
   const sockets = service === 'dynamodb' ? dynamoDbSockets() : undefined;
   if (config.endpoint === undefined && sockets === undefined) return config;
   const agent = sockets === undefined ? undefined : { maxSockets: sockets };
-  return { ...config, requestHandler: new InProcessOrHttp(agent && { httpAgent: agent, httpsAgent: agent }) };
+  // With few sockets a burst queues in the client by design: only a request still waiting after 30 s is worth
+  // the SDK's warning about it.
+  const capped = agent && { httpAgent: agent, httpsAgent: agent, socketAcquisitionWarningTimeout: 30_000 };
+  return { ...config, requestHandler: new InProcessOrHttp(capped) };
 }
 
 /** A client as the factory hands it out: traced in Lambda, without the SDK's logging. */

@@ -58,7 +58,7 @@ describe('the AWS client factory', () => {
   });
 
   it('keeps as many DynamoDB requests in flight as CAPSTAN_DYNAMODB_MAX_SOCKETS allows, the rest waiting their turn', async () => {
-    // A DynamoDB endpoint that answers each request 40 ms after it arrives, noting how many are open at once.
+    // A DynamoDB endpoint that answers each request 250 ms after it arrives, noting how many are open at once.
     let open = 0;
     let most = 0;
     const server = createServer((req, res) => {
@@ -68,7 +68,7 @@ describe('the AWS client factory', () => {
         open--;
         res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
         res.end('{}');
-      }, 40);
+      }, 250);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
@@ -99,6 +99,8 @@ describe('the AWS client factory', () => {
     const { dynamoDbSockets } = await import('../../../shared/config.js');
     expect(dynamoDbSockets({ CAPSTAN_DYNAMODB_MAX_SOCKETS: '4' })).toBe(4);
     expect(dynamoDbSockets({})).toBeUndefined();
+    // Set but empty, as `CAPSTAN_DYNAMODB_MAX_SOCKETS= npm start` leaves it: no cap, not an error.
+    expect(dynamoDbSockets({ CAPSTAN_DYNAMODB_MAX_SOCKETS: '' })).toBeUndefined();
     for (const bad of ['0', 'four', '2.5', '5000'])
       expect(() => dynamoDbSockets({ CAPSTAN_DYNAMODB_MAX_SOCKETS: bad })).toThrow(/CAPSTAN_DYNAMODB_MAX_SOCKETS/);
   });

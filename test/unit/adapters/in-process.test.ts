@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
 import { DescribeStateMachineCommand, SFNClient, StateMachineDoesNotExist } from '@aws-sdk/client-sfn';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -110,5 +111,46 @@ describe('endpoints served in this process', () => {
     stopOlder();
 
     expect((await describe_(clientOn(url))).status).toBe('ACTIVE');
+  });
+
+  it("answers in the context the endpoint was registered in, not the caller's", async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const span = new AsyncLocalStorage<string>();
+    const seen: Array<string | undefined> = [];
+    cleanups.push(
+      serveInProcess(url, async () => {
+        seen.push(span.getStore());
+        return { status: 200, headers: {}, body: described('ACTIVE') };
+      }),
+    );
+
+    await span.run('the caller', () => describe_(clientOn(url)));
+
+    expect(seen).toEqual([undefined]);
+  });
+
+  it('rejects an aborted request as the SDK does over HTTP, before or while the endpoint answers', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    let calls = 0;
+    cleanups.push(
+      serveInProcess(url, async () => {
+        calls++;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return { status: 200, headers: {}, body: described('ACTIVE') };
+      }),
+    );
+    const client = clientOn(url);
+    const command = new DescribeStateMachineCommand({ stateMachineArn: ARN });
+
+    const before = new AbortController();
+    before.abort();
+    await expect(client.send(command, { abortSignal: before.signal })).rejects.toMatchObject({ name: 'AbortError' });
+    expect(calls).toBe(0);
+
+    const during = new AbortController();
+    const sent = client.send(command, { abortSignal: during.signal });
+    setTimeout(() => during.abort(), 20);
+    await expect(sent).rejects.toMatchObject({ name: 'AbortError' });
+    expect(calls).toBe(1);
   });
 });
