@@ -65,6 +65,20 @@ function abortError(): Error {
   return error;
 }
 
+/** `work`'s outcome, or the SDK's abort error once `signal` aborts first. */
+async function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortError());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
 type Request = Parameters<NodeHttpHandler['handle']>[0];
 type Handled = Awaited<ReturnType<NodeHttpHandler['handle']>>;
 
@@ -83,17 +97,8 @@ export class InProcessOrHttp extends NodeHttpHandler {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(request.headers)) headers[name.toLowerCase()] = value;
     const answered = endpoint({ method: request.method, path: request.path, headers, body });
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(abortError());
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-    try {
-      // An aborted request is answered as the SDK's own handler answers it; the endpoint finishes unheard.
-      const reply = signal ? await Promise.race([answered, aborted]) : await answered;
-      return { response: { statusCode: reply.status, headers: { ...reply.headers }, body: Buffer.from(reply.body) } };
-    } finally {
-      if (onAbort) signal?.removeEventListener('abort', onAbort);
-    }
+    // An aborted request is answered as the SDK's own handler answers it; the endpoint finishes unheard.
+    const reply = signal ? await untilAborted(answered, signal) : await answered;
+    return { response: { statusCode: reply.status, headers: { ...reply.headers }, body: Buffer.from(reply.body) } };
   }
 }
