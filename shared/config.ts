@@ -218,14 +218,7 @@ export function endpointFor(
 
 /** How many requests the DynamoDB client sends at once, where the configuration caps it. */
 export function dynamoDbSockets(env: Readonly<Record<string, string | undefined>> = process.env): number | undefined {
-  const parsed = configSchema.shape.CAPSTAN_DYNAMODB_MAX_SOCKETS.safeParse(
-    env.CAPSTAN_DYNAMODB_MAX_SOCKETS || undefined,
-  );
-  if (!parsed.success)
-    throw new Error(
-      `invalid configuration: CAPSTAN_DYNAMODB_MAX_SOCKETS must be a whole number from 1 to 1000, got '${env.CAPSTAN_DYNAMODB_MAX_SOCKETS}'`,
-    );
-  return parsed.data;
+  return parseWith(configSchema.pick({ CAPSTAN_DYNAMODB_MAX_SOCKETS: true }), env).CAPSTAN_DYNAMODB_MAX_SOCKETS;
 }
 
 /** Client settings for `service`: the resolved endpoint, and path-style S3 addressing when local. */
